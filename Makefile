@@ -1,0 +1,44 @@
+# Everything runs in a project-local virtual environment (.venv) installed by
+# uv from uv.lock; uv itself is bootstrapped into .tools/ with pip.
+UV_VERSION := 0.13.9
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+# Never let uv fetch a Python build: the machine's Python 3.11 is the one to use.
+export UV_PYTHON_DOWNLOADS := never
+# TFX 1.16 needs Keras 2; TensorFlow 2.16 picks Keras 3 unless told otherwise.
+export TF_USE_LEGACY_KERAS := 1
+
+# Extra arguments for `make run` / `make compile`, e.g. ARGS="--data my/csvs --label y".
+ARGS ?=
+
+.PHONY: run compile test lint setup lock clean
+
+run: setup  ## Run the pipeline locally on the bundled data (or ARGS).
+	$(PYTHON) -m pipelines run $(ARGS)
+
+compile: setup  ## Write the Kubeflow Pipelines v2 spec.
+	$(PYTHON) -m pipelines compile $(ARGS)
+
+test: setup lint  ## Lint, then run every test, end-to-end pipeline runs included.
+	$(PYTHON) -m pytest
+
+lint: setup
+	$(VENV)/bin/ruff check components pipelines tests
+
+setup: $(VENV)/.synced
+
+$(UV):
+	python3 -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+$(VENV)/.synced: uv.lock pyproject.toml | $(UV)
+	$(UV) sync --frozen
+	touch $@
+
+lock: $(UV)  ## Re-resolve uv.lock after editing pyproject.toml.
+	$(UV) lock
+
+clean:
+	rm -rf output .pytest_cache .ruff_cache

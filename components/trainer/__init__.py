@@ -1,0 +1,1 @@
+"""Trainer module code: the Keras model, its serving signatures and ``run_fn``."""

@@ -1,0 +1,74 @@
+"""The pipeline's settings, validated when they are made."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from components.task import Task
+
+_NAME_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationThresholds:
+    """When the Evaluator blesses a model (and so when the Pusher pushes it).
+
+    Attributes:
+      min_accuracy: classification: the lowest accuracy on the eval split that
+        blesses a model.
+      max_mean_absolute_error: regression: the highest mean absolute error that
+        blesses a model; None blesses any error (only the baseline comparison applies).
+    Either way, where a previously blessed model exists (local runs), a new
+    model must also do at least as well as that baseline.
+    """
+
+    min_accuracy: float = 0.6
+    max_mean_absolute_error: float | None = None
+
+    def __post_init__(self):
+        if not 0.0 <= self.min_accuracy <= 1.0:
+            raise ValueError(f"min_accuracy must be within [0, 1], got {self.min_accuracy}.")
+        if self.max_mean_absolute_error is not None and self.max_mean_absolute_error <= 0:
+            raise ValueError(
+                f"max_mean_absolute_error must be positive, got {self.max_mean_absolute_error}."
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineConfig:
+    """What the pipeline reads, learns and keeps.
+
+    Attributes:
+      name: pipeline name (lower-case letters, digits and '-'): names the
+        metadata contexts, the pipeline root folder and the pushed model.
+      data_root: folder (local path or gs:// / s3:// URI) holding the CSV
+        files, each with the same header row.
+      task: the label column and the problem kind.
+      serving_dir: where the Pusher writes blessed models, one numbered
+        version folder each.
+      schema_path: a curated schema.pbtxt to import; None infers one from
+        the data's statistics with SchemaGen.
+      train_steps: training steps (batches of the Trainer's batch size).
+      eval_steps: validation steps run by the Trainer after training.
+      thresholds: what blesses a model.
+    """
+
+    name: str
+    data_root: str
+    task: Task
+    serving_dir: str
+    schema_path: str | None = None
+    train_steps: int = 1000
+    eval_steps: int = 20
+    thresholds: EvaluationThresholds = dataclasses.field(default_factory=EvaluationThresholds)
+
+    def __post_init__(self):
+        if not _NAME_PATTERN.match(self.name):
+            raise ValueError(
+                f"Pipeline name {self.name!r} must be 1-63 lower-case letters, digits or "
+                "'-', starting and ending with a letter or digit."
+            )
+        for field in ("train_steps", "eval_steps"):
+            if getattr(self, field) < 1:
+                raise ValueError(f"{field} must be at least 1, got {getattr(self, field)}.")

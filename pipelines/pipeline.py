@@ -1,0 +1,122 @@
+"""The tabular training pipeline, shared by the local and the Kubeflow runner.
+
+ExampleGen → StatisticsGen → SchemaGen (or ImportSchemaGen) → ExampleValidator
+→ Transform → Trainer → Evaluator → Pusher.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ml_metadata.proto import metadata_store_pb2
+from tfx import v1 as tfx
+from tfx.dsl.components.base.base_component import BaseComponent
+
+from pipelines.config import PipelineConfig
+from pipelines.evaluation import make_eval_config
+
+PREPROCESSING_FN = "components.transform.preprocessing.preprocessing_fn"
+RUN_FN = "components.trainer.run.run_fn"
+CSV_PATTERN = "*.csv"
+
+
+def _schema_gen(config: PipelineConfig, statistics: tfx.dsl.Channel) -> BaseComponent:
+    if config.schema_path:
+        return tfx.components.ImportSchemaGen(schema_file=config.schema_path)
+    return tfx.components.SchemaGen(statistics=statistics, infer_feature_shape=True)
+
+
+def _latest_blessed_model() -> tfx.dsl.Resolver:
+    return tfx.dsl.Resolver(
+        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
+        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
+        model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
+    ).with_id("latest_blessed_model_resolver")
+
+
+def create_pipeline(
+    config: PipelineConfig,
+    pipeline_root: str,
+    *,
+    compare_to_latest_blessed: bool,
+    metadata_connection_config: metadata_store_pb2.ConnectionConfig | None = None,
+    beam_pipeline_args: Sequence[str] = (),
+) -> tfx.dsl.Pipeline:
+    """Builds the pipeline.
+
+    Args:
+      config: what to read, learn and keep.
+      pipeline_root: where components write their artifacts.
+      compare_to_latest_blessed: resolve the latest blessed model and require a
+        new model to be no worse. Kubeflow Pipelines' open-source backend has no
+        Resolver support, so its build passes False.
+      metadata_connection_config: the ML Metadata store (local runs); None
+        leaves it to the orchestrator.
+      beam_pipeline_args: Beam options for the data components (runner,
+        workers, ...).
+
+    Returns:
+      The TFX pipeline.
+    """
+    example_gen = tfx.components.CsvExampleGen(
+        input_base=config.data_root,
+        input_config=tfx.proto.Input(
+            splits=[tfx.proto.Input.Split(name="single_split", pattern=CSV_PATTERN)]
+        ),
+    )
+    statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
+    schema_gen = _schema_gen(config, statistics_gen.outputs["statistics"])
+    example_validator = tfx.components.ExampleValidator(
+        statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"]
+    )
+    task_config = config.task.to_custom_config()
+    transform = tfx.components.Transform(
+        examples=example_gen.outputs["examples"],
+        schema=schema_gen.outputs["schema"],
+        preprocessing_fn=PREPROCESSING_FN,
+        custom_config=task_config,
+    )
+    trainer = tfx.components.Trainer(
+        run_fn=RUN_FN,
+        examples=transform.outputs["transformed_examples"],
+        transform_graph=transform.outputs["transform_graph"],
+        schema=schema_gen.outputs["schema"],
+        train_args=tfx.proto.TrainArgs(num_steps=config.train_steps),
+        eval_args=tfx.proto.EvalArgs(num_steps=config.eval_steps),
+        custom_config=task_config,
+    )
+    components = [
+        example_gen,
+        statistics_gen,
+        schema_gen,
+        example_validator,
+        transform,
+        trainer,
+    ]
+    baseline_model = None
+    if compare_to_latest_blessed:
+        resolver = _latest_blessed_model()
+        baseline_model = resolver.outputs["model"]
+        components.append(resolver)
+    evaluator = tfx.components.Evaluator(
+        examples=example_gen.outputs["examples"],
+        model=trainer.outputs["model"],
+        baseline_model=baseline_model,
+        eval_config=make_eval_config(config.task, config.thresholds),
+    )
+    pusher = tfx.components.Pusher(
+        model=trainer.outputs["model"],
+        model_blessing=evaluator.outputs["blessing"],
+        push_destination=tfx.proto.PushDestination(
+            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.serving_dir)
+        ),
+    )
+    components += [evaluator, pusher]
+    return tfx.dsl.Pipeline(
+        pipeline_name=config.name,
+        pipeline_root=pipeline_root,
+        components=components,
+        metadata_connection_config=metadata_connection_config,
+        beam_pipeline_args=list(beam_pipeline_args),
+        enable_cache=False,
+    )

@@ -1,0 +1,30 @@
+"""Shared test setup: TFX 1.16 needs Keras 2, chosen before TensorFlow is imported."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# One process, no worker start-up: the suite's small data gains nothing from more.
+IN_MEMORY_BEAM = "--beam-arg=--direct_running_mode=in_memory"
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Runs ``python -m pipelines ARGS`` as a user would; returns the finished process."""
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines", *args],
+        cwd=cwd or REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT

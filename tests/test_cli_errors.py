@@ -1,0 +1,91 @@
+"""Bad arguments get one line on stderr and a non-zero exit, never a traceback."""
+
+import pytest
+
+from pipelines.cli import main
+
+
+def _error_of(capsys, argv) -> tuple[int, str]:
+    status = main(argv)
+    err = capsys.readouterr().err.strip()
+    return status, err
+
+
+def _assert_one_line(err: str):
+    assert "Traceback" not in err
+    assert len(err.splitlines()) == 1, err
+
+
+def test_missing_data_folder(capsys, tmp_path):
+    status, err = _error_of(capsys, ["run", "--data", str(tmp_path / "nope"), "--label", "y"])
+    assert status == 2
+    assert err == f"error: Data folder {tmp_path / 'nope'} does not exist or is not a folder."
+
+
+def test_folder_without_csv(capsys, tmp_path):
+    (tmp_path / "notes.txt").write_text("hello\n")
+    status, err = _error_of(capsys, ["run", "--data", str(tmp_path), "--label", "y"])
+    assert status == 2
+    assert "holds no *.csv file" in err
+    _assert_one_line(err)
+
+
+def test_label_not_in_csv(capsys, tmp_path):
+    (tmp_path / "d.csv").write_text("a,b,c\n1,2,x\n")
+    status, err = _error_of(capsys, ["compile", "--data", str(tmp_path), "--label", "price"])
+    assert status == 2
+    assert "Label column 'price' is not in the CSV header" in err
+    assert "columns are: a, b, c" in err
+    _assert_one_line(err)
+
+
+def test_csv_files_with_different_headers(capsys, tmp_path):
+    (tmp_path / "1.csv").write_text("a,b\n1,2\n")
+    (tmp_path / "2.csv").write_text("a,c\n1,2\n")
+    status, err = _error_of(capsys, ["run", "--data", str(tmp_path), "--label", "a"])
+    assert status == 2
+    assert "all files in one data folder need the same header" in err
+
+
+def test_data_without_label(capsys, tmp_path):
+    status, err = _error_of(capsys, ["run", "--data", str(tmp_path)])
+    assert status == 2
+    assert err == "error: --label is required with --data: name the column to predict."
+
+
+def test_unwritable_output(capsys, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    status, err = _error_of(capsys, ["run", "--output", str(blocker / "out")])
+    assert status == 2
+    assert err == f"error: Output folder {blocker / 'out'} is not writable: Not a directory."
+
+
+def test_schema_without_the_label(capsys, tmp_path):
+    (tmp_path / "d.csv").write_text("island,sex\nDream,male\n")
+    schema = tmp_path / "schema.pbtxt"
+    schema.write_text('feature { name: "island" type: BYTES }\n')
+    status, err = _error_of(
+        capsys, ["run", "--data", str(tmp_path), "--label", "sex", "--schema", str(schema)]
+    )
+    assert status == 2
+    assert err == (
+        f"error: Label column 'sex' is not a feature of schema {schema}; features are: island."
+    )
+
+
+def test_missing_schema_file(capsys, tmp_path):
+    (tmp_path / "d.csv").write_text("island,sex\nDream,male\n")
+    missing = tmp_path / "none.pbtxt"
+    status, err = _error_of(
+        capsys, ["run", "--data", str(tmp_path), "--label", "sex", "--schema", str(missing)]
+    )
+    assert status == 2
+    assert err == f"error: Schema file {missing} does not exist."
+
+
+def test_unknown_problem_is_rejected_by_argparse(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--problem", "ranking"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'ranking'" in capsys.readouterr().err

@@ -1,0 +1,119 @@
+"""Full LocalDagRunner runs: the bundled data, and a generated CSV with other columns."""
+
+import csv
+import os
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import IN_MEMORY_BEAM, run_cli
+from pipelines.run_summary import summarize_run
+
+pytestmark = pytest.mark.e2e
+
+# Penguin species are nearly separable from the measurements: a model that
+# learnt anything scores far above the 0.33 of chance.
+PENGUINS_MIN_ACCURACY = 0.9
+
+
+def _example(features: dict) -> bytes:
+    feature = {}
+    for key, value in features.items():
+        if isinstance(value, str):
+            feature[key] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[value.encode()]))
+        elif isinstance(value, int):
+            feature[key] = tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+        else:
+            feature[key] = tf.train.Feature(float_list=tf.train.FloatList(value=[value]))
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+@pytest.fixture(scope="module")
+def penguins_run(tmp_path_factory):
+    output = tmp_path_factory.mktemp("penguins")
+    # The README's main job with its defaults, multi-process DirectRunner included.
+    result = run_cli("run", "--output", str(output), "--train-steps", "300")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return output, result
+
+
+def test_penguins_model_is_blessed_and_pushed(penguins_run):
+    output, result = penguins_run
+    summary = summarize_run(str(output / "metadata" / "penguins" / "metadata.db"))
+    assert summary.blessed
+    assert summary.pushed_model is not None
+    assert Path(summary.pushed_model, "saved_model.pb").is_file()
+    assert summary.pushed_model.startswith(str(output / "serving_model" / "penguins"))
+    assert summary.metrics["sparse_categorical_accuracy"] >= PENGUINS_MIN_ACCURACY
+    # The run tells the user where everything landed.
+    assert f"pushed model:  {summary.pushed_model}" in result.stdout
+    assert f"evaluation:    {summary.evaluation}" in result.stdout
+    assert "sparse_categorical_accuracy=" in result.stdout
+
+
+def test_pushed_penguins_model_serves_raw_examples(penguins_run):
+    output, _ = penguins_run
+    summary = summarize_run(str(output / "metadata" / "penguins" / "metadata.db"))
+    serve = tf.saved_model.load(summary.pushed_model).signatures["serving_default"]
+    gentoo = {
+        "island": "Biscoe",
+        "bill_length_mm": 47.5,
+        "bill_depth_mm": 14.2,
+        "flipper_length_mm": 217,
+        "body_mass_g": 4875,
+        "sex": "female",
+        "year": 2008,
+    }
+    adelie_missing_measurements = {"island": "Torgersen", "year": 2007}
+    outputs = serve(examples=tf.constant([_example(gentoo), _example(adelie_missing_measurements)]))
+    (probabilities,) = outputs.values()
+    assert probabilities.shape == (2, 3)
+    np.testing.assert_allclose(tf.reduce_sum(probabilities, axis=1), [1.0, 1.0], rtol=1e-5)
+
+
+def _write_houses_csv(folder: Path, rows: int = 600) -> None:
+    rng = random.Random(7)
+    folder.mkdir()
+    with open(folder / "houses.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["rooms", "area_m2", "district", "price_k"])
+        for _ in range(rows):
+            rooms = rng.randint(1, 6)
+            area = round(rng.uniform(25, 200), 1)
+            district = rng.choice(["north", "south", "centre"])
+            bonus = {"north": 0, "south": 40, "centre": 120}[district]
+            price = round(2.5 * area + 15 * rooms + bonus + rng.gauss(0, 10), 1)
+            writer.writerow([rooms, area, district, price])
+
+
+def test_other_csv_regression_trains_evaluates_and_pushes(tmp_path):
+    data = tmp_path / "houses"
+    _write_houses_csv(data)
+    output = tmp_path / "out"
+    result = run_cli(
+        "run",
+        "--data",
+        str(data),
+        "--label",
+        "price_k",
+        "--problem",
+        "regression",
+        "--output",
+        str(output),
+        "--train-steps",
+        "400",
+        "--max-mae",
+        "60",
+        IN_MEMORY_BEAM,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "schema: inferred by SchemaGen" in result.stdout
+    summary = summarize_run(str(output / "metadata" / "houses" / "metadata.db"))
+    assert summary.blessed and summary.pushed_model is not None
+    # Prices spread over roughly 100-700 (std about 130); a model that learnt the
+    # linear relation errs far less.
+    assert summary.metrics["mean_absolute_error"] < 60
+    assert os.path.isdir(output / "pipeline_root" / "houses" / "SchemaGen")
