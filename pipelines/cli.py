@@ -1,4 +1,4 @@
-"""``python -m pipelines run|compile``: run the pipeline locally or compile it for Kubeflow."""
+"""``python -m pipelines run|compile|convert|inspect``: the project's command line."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import time
 import traceback
 import warnings
 from pathlib import Path
+
+from pipelines import data_commands
 
 _REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = _REPO_ROOT / "data" / "penguins"
@@ -81,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
         "--serving-dir",
         help="where pods push blessed models (default: /pipeline/serving_model/<name>)",
     )
+    data_commands.add_parsers(commands)
     return parser
 
 
@@ -167,8 +170,9 @@ def _configure_logging(verbose: bool) -> None:
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
     absl_logger.addHandler(handler)
+    # Failures reach the user as one line from main(); --verbose shows them whole.
     for noisy in ("apache_beam", "tensorflow"):
-        logging.getLogger(noisy).setLevel(logging.ERROR)
+        logging.getLogger(noisy).setLevel(logging.CRITICAL)
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -219,7 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     _configure_logging(args.verbose)
     try:
-        {"run": _run, "compile": _compile}[args.command](args)
+        {
+            "run": _run,
+            "compile": _compile,
+            "convert": data_commands.run_convert,
+            "inspect": data_commands.run_inspect,
+        }[args.command](args)
     except (UsageError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

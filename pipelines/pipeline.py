@@ -1,7 +1,8 @@
 """The tabular training pipeline, shared by the local and the Kubeflow runner.
 
-ExampleGen → StatisticsGen → SchemaGen (or ImportSchemaGen) → ExampleValidator
-→ Transform → Trainer → Evaluator → Pusher.
+ShardedExampleGen → StatisticsGen → SchemaGen (or a curated schema through
+ImportSchemaGen, which then also types the CSV columns) → ExampleValidator →
+Transform → Trainer → Evaluator → Pusher.
 """
 
 from __future__ import annotations
@@ -10,20 +11,14 @@ from collections.abc import Sequence
 
 from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
-from tfx.dsl.components.base.base_component import BaseComponent
 
+from components.example_gen import ShardedExampleGen
 from pipelines.config import PipelineConfig
 from pipelines.evaluation import make_eval_config
 
 PREPROCESSING_FN = "components.transform.preprocessing.preprocessing_fn"
 RUN_FN = "components.trainer.run.run_fn"
 CSV_PATTERN = "*.csv"
-
-
-def _schema_gen(config: PipelineConfig, statistics: tfx.dsl.Channel) -> BaseComponent:
-    if config.schema_path:
-        return tfx.components.ImportSchemaGen(schema_file=config.schema_path)
-    return tfx.components.SchemaGen(statistics=statistics, infer_feature_shape=True)
 
 
 def _latest_blessed_model() -> tfx.dsl.Resolver:
@@ -58,14 +53,24 @@ def create_pipeline(
     Returns:
       The TFX pipeline.
     """
-    example_gen = tfx.components.CsvExampleGen(
+    curated_schema = (
+        tfx.components.ImportSchemaGen(schema_file=config.schema_path)
+        if config.schema_path
+        else None
+    )
+    example_gen = ShardedExampleGen(
         input_base=config.data_root,
         input_config=tfx.proto.Input(
             splits=[tfx.proto.Input.Split(name="single_split", pattern=CSV_PATTERN)]
         ),
+        label_key=config.task.label,
+        # A curated schema types the CSV columns; otherwise they are inferred.
+        schema=curated_schema.outputs["schema"] if curated_schema else None,
     )
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
-    schema_gen = _schema_gen(config, statistics_gen.outputs["statistics"])
+    schema_gen = curated_schema or tfx.components.SchemaGen(
+        statistics=statistics_gen.outputs["statistics"], infer_feature_shape=True
+    )
     example_validator = tfx.components.ExampleValidator(
         statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"]
     )

@@ -9,7 +9,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from conftest import run_cli
 
 EXPECTED_TASKS = {
-    "CsvExampleGen",
+    "ShardedExampleGen",
     "StatisticsGen",
     "ImportSchemaGen",
     "ExampleValidator",

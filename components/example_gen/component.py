@@ -1,0 +1,140 @@
+"""ShardedExampleGen: a drop-in for CsvExampleGen that controls its shards.
+
+Same output (an Examples artifact with ``Split-<name>/`` folders of gzipped or
+plain TFRecords of tf.Examples), so StatisticsGen, Transform, Trainer and
+Evaluator consume it unchanged. Adds: CSV, Parquet and image-folder sources,
+a shard plan from a target shard size and reader count, and a quarantine
+output for input that cannot become an example.
+"""
+
+from __future__ import annotations
+
+from tfx import types
+from tfx.components.example_gen import driver, utils
+from tfx.dsl.components.base import base_beam_component, executor_spec
+from tfx.proto import example_gen_pb2
+from tfx.types import standard_artifacts, standard_component_specs
+from tfx.types.component_spec import ChannelParameter, ExecutionParameter
+
+from components.example_gen.executor import Executor
+from components.example_gen.keys import (
+    COMPRESSION_KEY,
+    LABEL_KEY,
+    MAX_BAD_FRACTION_KEY,
+    NUM_READERS_KEY,
+    QUARANTINE_KEY,
+    SCHEMA_KEY,
+    SOURCE_FORMAT_KEY,
+    TARGET_SHARD_BYTES_KEY,
+)
+from components.example_gen.shard_plan import ShardingOptions
+from components.example_gen.sharded_writer import COMPRESSIONS, GZIP
+from components.example_gen.sources import SOURCE_FORMATS
+
+DEFAULT_MAX_BAD_FRACTION = 0.01
+
+
+class Quarantine(types.Artifact):
+    """Input records that could not become examples: JSON lines of source, content, reason."""
+
+    # "<namespace>.<Name>": the form KFP v2 needs for custom artifact types.
+    TYPE_NAME = "tfrecord_pipelines.Quarantine"
+
+
+class ShardedExampleGenSpec(standard_component_specs.FileBasedExampleGenSpec):
+    """FileBasedExampleGen's spec plus shard, source and quarantine settings."""
+
+    PARAMETERS = {
+        **standard_component_specs.FileBasedExampleGenSpec.PARAMETERS,
+        SOURCE_FORMAT_KEY: ExecutionParameter(type=str),
+        TARGET_SHARD_BYTES_KEY: ExecutionParameter(type=int),
+        NUM_READERS_KEY: ExecutionParameter(type=int, optional=True),
+        COMPRESSION_KEY: ExecutionParameter(type=str),
+        MAX_BAD_FRACTION_KEY: ExecutionParameter(type=float),
+        LABEL_KEY: ExecutionParameter(type=str, optional=True),
+    }
+    INPUTS = {SCHEMA_KEY: ChannelParameter(type=standard_artifacts.Schema, optional=True)}
+    OUTPUTS = {
+        **standard_component_specs.FileBasedExampleGenSpec.OUTPUTS,
+        QUARANTINE_KEY: ChannelParameter(type=Quarantine),
+    }
+
+
+class ShardedExampleGen(base_beam_component.BaseBeamComponent):
+    """Converts CSV, Parquet or image folders into sharded TFRecords of tf.Examples.
+
+    Outputs:
+      examples: Examples artifact with one ``Split-<name>/`` folder per split,
+        ``shard_plan.json`` beside them, and custom properties ``shard_plan``
+        (JSON), ``records_written``, ``quarantined_count``, ``compression``.
+      quarantine: Quarantine artifact of ``quarantine*.jsonl`` files, custom
+        property ``count``.
+    """
+
+    SPEC_CLASS = ShardedExampleGenSpec
+    EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(Executor)
+    DRIVER_CLASS = driver.FileBasedDriver
+
+    def __init__(
+        self,
+        input_base: str,
+        *,
+        source_format: str = "csv",
+        sharding: ShardingOptions | None = None,
+        compression: str = GZIP,
+        max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION,
+        label_key: str | None = None,
+        schema: types.BaseChannel | None = None,
+        input_config: example_gen_pb2.Input | None = None,
+        output_config: example_gen_pb2.Output | None = None,
+    ):
+        """Builds the component.
+
+        Args:
+          input_base: folder of the input files (or the image folder).
+          source_format: ``csv``, ``parquet`` or ``images``.
+          sharding: target shard size and reader count (default 128 MiB, no readers).
+          compression: ``gzip`` (smaller files, more CPU to read) or ``none``.
+          max_bad_fraction: the share of input records that may be quarantined
+            before the component fails.
+          label_key: tabular: a column every row must fill (rows without it are
+            quarantined); images: the label feature's name (default ``label``).
+          schema: CSV: a Schema channel giving column types (else inferred).
+          input_config: which files to read (default: all files in input_base).
+          output_config: the splits (default: train and eval, 2:1 by hash;
+            ``split_config.partition_feature_name`` splits on a key column).
+
+        Raises:
+          ValueError: on an unknown source format or compression, or a
+            max_bad_fraction outside [0, 1].
+        """
+        if source_format not in SOURCE_FORMATS:
+            raise ValueError(
+                f"source_format must be one of {', '.join(SOURCE_FORMATS)}, got {source_format!r}."
+            )
+        if compression not in COMPRESSIONS:
+            raise ValueError(
+                f"compression must be one of {', '.join(COMPRESSIONS)}, got {compression!r}."
+            )
+        if not 0.0 <= max_bad_fraction <= 1.0:
+            raise ValueError(f"max_bad_fraction must be within [0, 1], got {max_bad_fraction}.")
+        sharding = sharding or ShardingOptions()
+        input_config = input_config or utils.make_default_input_config()
+        output_config = output_config or utils.make_default_output_config(input_config)
+        spec = ShardedExampleGenSpec(
+            input_base=input_base,
+            input_config=input_config,
+            output_config=output_config,
+            output_data_format=example_gen_pb2.FORMAT_TF_EXAMPLE,
+            output_file_format=example_gen_pb2.FORMAT_TFRECORDS_GZIP,
+            source_format=source_format,
+            target_shard_bytes=sharding.target_shard_bytes,
+            num_readers=sharding.num_readers,
+            compression=compression,
+            max_bad_fraction=max_bad_fraction,
+            label_key=label_key,
+            schema=schema,
+            examples=types.Channel(type=standard_artifacts.Examples),
+            quarantine=types.Channel(type=Quarantine),
+        )
+        super().__init__(spec=spec)

@@ -1,0 +1,80 @@
+"""Runs ShardedExampleGen's executor without a pipeline: ``python -m pipelines convert``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+
+from tfx.components.example_gen import utils
+from tfx.dsl.components.base import base_beam_executor
+from tfx.types import standard_artifacts
+from tfx.utils import proto_utils
+
+from components.example_gen import keys
+from components.example_gen.component import Quarantine
+from components.example_gen.executor import SHARD_PLAN_FILE, Executor
+from components.example_gen.shard_plan import ShardingOptions
+
+QUARANTINE_DIR = "quarantine"
+
+
+def convert(
+    source: str,
+    dest: str,
+    *,
+    source_format: str,
+    sharding: ShardingOptions,
+    compression: str,
+    label_key: str | None = None,
+    max_bad_fraction: float = 0.01,
+    schema_path: str | None = None,
+    beam_pipeline_args: list[str] | None = None,
+) -> dict:
+    """Converts ``source`` into ``dest/Split-<name>/`` shards, as the component does.
+
+    Writes ``dest/shard_plan.json`` and quarantined input to ``dest/quarantine/``.
+
+    Returns:
+      The shard plan report (also in dest/shard_plan.json).
+
+    Raises:
+      ValueError: on bad input or settings (missing or empty source, too much
+        quarantined input, ...); dest keeps what was written.
+    """
+    input_config = utils.make_default_input_config()
+    output_config = utils.make_default_output_config(input_config)
+    examples = standard_artifacts.Examples()
+    examples.uri = dest
+    quarantine = Quarantine()
+    quarantine.uri = os.path.join(dest, QUARANTINE_DIR)
+    input_dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        if schema_path:
+            schema = standard_artifacts.Schema()
+            schema.uri = os.path.join(tmp, "schema")
+            os.makedirs(schema.uri)
+            shutil.copy(schema_path, os.path.join(schema.uri, "schema.pbtxt"))
+            input_dict[keys.SCHEMA_KEY] = [schema]
+        exec_properties = {
+            "input_base": source,
+            "input_config": proto_utils.proto_to_json(input_config),
+            "output_config": proto_utils.proto_to_json(output_config),
+            keys.SOURCE_FORMAT_KEY: source_format,
+            keys.TARGET_SHARD_BYTES_KEY: sharding.target_shard_bytes,
+            keys.NUM_READERS_KEY: sharding.num_readers,
+            keys.COMPRESSION_KEY: compression,
+            keys.MAX_BAD_FRACTION_KEY: max_bad_fraction,
+            keys.LABEL_KEY: label_key,
+        }
+        context = base_beam_executor.BaseBeamExecutor.Context(
+            beam_pipeline_args=beam_pipeline_args or [], tmp_dir=os.path.join(tmp, "beam")
+        )
+        Executor(context).Do(
+            input_dict,
+            {"examples": [examples], keys.QUARANTINE_KEY: [quarantine]},
+            exec_properties,
+        )
+    with open(os.path.join(dest, SHARD_PLAN_FILE)) as f:
+        return json.load(f)

@@ -1,0 +1,182 @@
+"""ShardedExampleGen's executor: TFX's hash splitting, this project's sources and writer."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+import apache_beam as beam
+import tensorflow as tf
+from absl import logging
+from tensorflow_metadata.proto.v0 import schema_pb2
+from tfx import types
+from tfx.components.example_gen import utils
+from tfx.components.example_gen.base_example_gen_executor import BaseExampleGenExecutor
+from tfx.components.util import examples_utils
+from tfx.proto import example_gen_pb2
+from tfx.types import artifact_utils, standard_component_specs
+from tfx.utils import io_utils, proto_utils
+
+from components.example_gen import keys
+from components.example_gen.quarantine import (
+    QUARANTINE_FILE_PREFIX,
+    QUARANTINE_FILE_SUFFIX,
+    QUARANTINE_TAG,
+    summarize_quarantine,
+)
+from components.example_gen.shard_plan import ShardingOptions
+from components.example_gen.sharded_writer import WriteShardedTFRecords, finalize_split
+from components.example_gen.sources import read_examples
+
+SHARD_PLAN_FILE = "shard_plan.json"
+# Set by Do for the source transform, which TFX's GenerateExamplesByBeam calls.
+_QUARANTINE_URI = "_quarantine_uri"
+_SCHEMA = "_schema"
+
+
+def _load_schema(input_dict: dict[str, list[types.Artifact]]) -> schema_pb2.Schema | None:
+    artifacts = input_dict.get(keys.SCHEMA_KEY) or []
+    if not artifacts:
+        return None
+    path = io_utils.get_only_uri_in_dir(artifacts[0].uri)
+    return io_utils.parse_pbtxt_file(path, schema_pb2.Schema())
+
+
+class _ReportProgress(beam.DoFn):
+    """Prints a line every ``every`` examples this worker converts: progress on long runs."""
+
+    def __init__(self, every: int = 250_000):
+        self._every = every
+        self._seen = 0
+
+    def process(self, record: bytes):
+        self._seen += 1
+        if self._seen % self._every == 0:
+            print(f"  ... {self._seen:,} examples converted by worker {os.getpid()}", flush=True)
+        yield record
+
+
+@beam.ptransform_fn
+def _SourceToExamples(pipeline, exec_properties: dict[str, Any], split_pattern: str):  # noqa: N802
+    outputs = read_examples(
+        pipeline,
+        exec_properties[keys.SOURCE_FORMAT_KEY],
+        exec_properties[standard_component_specs.INPUT_BASE_KEY],
+        split_pattern,
+        label_key=exec_properties.get(keys.LABEL_KEY),
+        schema=exec_properties.get(_SCHEMA),
+    )
+    name = re.sub(r"[^A-Za-z0-9]+", "_", split_pattern).strip("_") or "all"
+    _ = (
+        outputs[QUARANTINE_TAG]
+        | "QuarantineToJson" >> beam.Map(lambda record: record.to_json())
+        | "WriteQuarantine"
+        >> beam.io.WriteToText(
+            os.path.join(exec_properties[_QUARANTINE_URI], f"{QUARANTINE_FILE_PREFIX}-{name}"),
+            file_name_suffix=QUARANTINE_FILE_SUFFIX,
+        )
+    )
+    return outputs["examples"] | "ReportProgress" >> beam.ParDo(_ReportProgress())
+
+
+class Executor(BaseExampleGenExecutor):
+    """Splits by TFX's hash partitioning; writes planned shards and a quarantine."""
+
+    def GetInputSourceToExamplePTransform(self) -> beam.PTransform:  # noqa: N802 - TFX API
+        return _SourceToExamples
+
+    def Do(  # noqa: N802 - TFX API
+        self,
+        input_dict: dict[str, list[types.Artifact]],
+        output_dict: dict[str, list[types.Artifact]],
+        exec_properties: dict[str, Any],
+    ) -> None:
+        """Converts the input, writes sharded splits, and checks the bad fraction.
+
+        Raises:
+          ValueError: on missing or empty input, an empty split, or more
+            quarantined input than max_bad_fraction allows.
+        """
+        input_config = example_gen_pb2.Input()
+        proto_utils.json_to_proto(
+            exec_properties[standard_component_specs.INPUT_CONFIG_KEY], input_config
+        )
+        output_config = example_gen_pb2.Output()
+        proto_utils.json_to_proto(
+            exec_properties[standard_component_specs.OUTPUT_CONFIG_KEY], output_config
+        )
+        split_names = utils.generate_output_split_names(input_config, output_config)
+        examples = artifact_utils.get_single_instance(
+            output_dict[standard_component_specs.EXAMPLES_KEY]
+        )
+        quarantine = artifact_utils.get_single_instance(output_dict[keys.QUARANTINE_KEY])
+        examples.split_names = artifact_utils.encode_split_names(split_names)
+        compression = exec_properties[keys.COMPRESSION_KEY]
+        sharding = ShardingOptions(
+            target_shard_bytes=exec_properties[keys.TARGET_SHARD_BYTES_KEY],
+            num_readers=exec_properties.get(keys.NUM_READERS_KEY),
+        )
+        exec_properties = {
+            **exec_properties,
+            _QUARANTINE_URI: quarantine.uri,
+            _SCHEMA: _load_schema(input_dict),
+        }
+        outcome_paths = {
+            name: os.path.join(examples.uri, f".outcome-{name}.json") for name in split_names
+        }
+        logging.info("Converting %s into sharded TFRecords.", exec_properties["input_base"])
+        with self._make_beam_pipeline() as pipeline:
+            splits = self.GenerateExamplesByBeam(pipeline, exec_properties)
+            for name, records in splits.items():
+                _ = records | f"WriteSplit[{name}]" >> WriteShardedTFRecords(
+                    artifact_utils.get_split_uri([examples], name),
+                    outcome_paths[name],
+                    sharding,
+                    compression,
+                )
+
+        outcomes = {
+            name: finalize_split(
+                artifact_utils.get_split_uri([examples], name), outcome_paths[name], compression
+            )
+            for name in split_names
+        }
+        summary = summarize_quarantine(quarantine.uri)
+        written = sum(o["records"] for o in outcomes.values())
+        report = {
+            "target_shard_bytes": sharding.target_shard_bytes,
+            "num_readers": sharding.num_readers,
+            "compression": compression,
+            "records_read": written + summary.count,
+            "records_written": written,
+            "quarantined": summary.count,
+            "quarantined_by_reason": summary.by_reason,
+            "splits": outcomes,
+        }
+        with tf.io.gfile.GFile(os.path.join(examples.uri, SHARD_PLAN_FILE), "w") as f:
+            json.dump(report, f, indent=2)
+        examples_utils.set_payload_format(examples, example_gen_pb2.FORMAT_TF_EXAMPLE)
+        # TFX names every TFRecord format 'tfrecords_gzip'; readers detect GZIP by '.gz'.
+        examples_utils.set_file_format(examples, "tfrecords_gzip")
+        examples.set_string_custom_property("compression", compression)
+        examples.set_string_custom_property("shard_plan", json.dumps(report))
+        examples.set_int_custom_property("records_written", written)
+        examples.set_int_custom_property("quarantined_count", summary.count)
+        quarantine.set_int_custom_property("count", summary.count)
+
+        for name, outcome in outcomes.items():
+            if outcome["records"] == 0:
+                raise ValueError(
+                    f"Split {name!r} received no examples ({report['records_read']} records read, "
+                    f"{summary.count} quarantined); add data or change the split ratios."
+                )
+        max_bad = exec_properties[keys.MAX_BAD_FRACTION_KEY]
+        if report["records_read"] and summary.count / report["records_read"] > max_bad:
+            raise ValueError(
+                f"{summary.count} of {report['records_read']} input records "
+                f"({summary.count / report['records_read']:.2%}) were quarantined, more than "
+                f"max_bad_fraction {max_bad:.2%}: {summary.describe()}. "
+                f"All of them: {quarantine.uri}"
+            )

@@ -1,0 +1,33 @@
+"""Building tf.train.Example features from Python values."""
+
+from __future__ import annotations
+
+import enum
+
+import tensorflow as tf
+
+
+class ColumnType(enum.Enum):
+    """The tf.Example type a column's values are stored as."""
+
+    INT = "int"
+    FLOAT = "float"
+    BYTES = "bytes"
+
+
+def feature(column_type: ColumnType, values: list) -> tf.train.Feature:
+    """Returns a Feature holding ``values`` as ``column_type``."""
+    if column_type is ColumnType.INT:
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+    if column_type is ColumnType.FLOAT:
+        return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+    return tf.train.Feature(
+        bytes_list=tf.train.BytesList(
+            value=[v if isinstance(v, bytes) else str(v).encode() for v in values]
+        )
+    )
+
+
+def serialize(features: dict[str, tf.train.Feature]) -> bytes:
+    """Serializes a feature dict as a tf.train.Example."""
+    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()

@@ -1,0 +1,10 @@
+"""ShardedExampleGen's parameter and channel names, defined once."""
+
+SOURCE_FORMAT_KEY = "source_format"
+TARGET_SHARD_BYTES_KEY = "target_shard_bytes"
+NUM_READERS_KEY = "num_readers"
+COMPRESSION_KEY = "compression"
+MAX_BAD_FRACTION_KEY = "max_bad_fraction"
+LABEL_KEY = "label_key"
+SCHEMA_KEY = "schema"
+QUARANTINE_KEY = "quarantine"

@@ -1,0 +1,140 @@
+"""How many TFRecord shards a split gets, and which shard each record goes to.
+
+Readers want shards of roughly 100-200 MB, and at least as many shards as
+there are reading workers (about 10 per training server). A split of B bytes
+with a target of T bytes per shard gets B/T shards rounded to a whole number:
+when the remainder is under a quarter of T it is spread over the full shards
+(each stays within +25% of T); otherwise it becomes one last, smaller shard.
+More readers than that raises the count to one shard per reader, in equal
+shares. Records are assigned by a hash of their bytes, so the assignment is
+deterministic and needs no coordination between workers.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import math
+import re
+import zlib
+
+DEFAULT_TARGET_SHARD_BYTES = 128 * 1024 * 1024
+# Below this many records per shard, hashing may leave a shard empty.
+MIN_RECORDS_PER_SHARD = 32
+# Length (8 bytes) and two CRCs (4 bytes each) framing every TFRecord.
+TFRECORD_FRAMING_BYTES = 16
+# A remainder smaller than this share of the target is spread, not given a shard.
+_SPREAD_REMAINDER_BELOW = 0.25
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]i?B|B)?\s*$", re.IGNORECASE)
+_UNITS = {
+    None: 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3,
+    "kib": 1024, "mib": 1024**2, "gib": 1024**3,
+}  # fmt: skip
+
+
+def parse_size(text: str) -> int:
+    """Parses a byte size such as '128MiB', '64 KiB', '1.5GB' or '4096'.
+
+    Raises:
+      ValueError: if the text is not a size.
+    """
+    match = _SIZE.match(text)
+    if not match:
+        raise ValueError(f"Size {text!r} is not a byte size such as 128MiB, 64KiB or 1GB.")
+    number, unit = match.groups()
+    size = int(float(number) * _UNITS[unit.lower() if unit else None])
+    if size < 1:
+        raise ValueError(f"Size {text!r} must be at least 1 byte.")
+    return size
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardingOptions:
+    """What the writer aims for.
+
+    Attributes:
+      target_shard_bytes: bytes per shard file on disk (after compression).
+        Readers read each shard sequentially; 100-200 MB keeps reads long and
+        the file count small. Smaller shards only pay off for more readers.
+      num_readers: workers that will read the data in parallel (about 10 per
+        training server); the shard count is raised to at least this when
+        there are enough records. None: size alone decides.
+    """
+
+    target_shard_bytes: int = DEFAULT_TARGET_SHARD_BYTES
+    num_readers: int | None = None
+
+    def __post_init__(self):
+        if self.target_shard_bytes < 1:
+            raise ValueError(
+                f"target_shard_bytes must be at least 1, got {self.target_shard_bytes}."
+            )
+        if self.num_readers is not None and self.num_readers < 1:
+            raise ValueError(f"num_readers must be at least 1, got {self.num_readers}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardPlan:
+    """The shard layout chosen for one split.
+
+    Attributes:
+      num_shards: how many shard files the split is written to.
+      weights: each shard's share of the records, summing to 1.
+      estimated_bytes: the split's expected size on disk.
+    """
+
+    num_shards: int
+    weights: tuple[float, ...]
+    estimated_bytes: int
+
+    def shard_of(self, record: bytes) -> int:
+        """Returns the shard index for a serialized record (deterministic)."""
+        if self.num_shards == 1:
+            return 0
+        # crc32, not the split's sha256: reusing the split hash would send a
+        # split's records to only some shards.
+        position = zlib.crc32(record) / 2**32
+        return min(bisect.bisect(self._boundaries, position), self.num_shards - 1)
+
+    @property
+    def _boundaries(self) -> list[float]:
+        total, bounds = 0.0, []
+        for weight in self.weights[:-1]:
+            total += weight
+            bounds.append(total)
+        return bounds
+
+
+def plan_shards(estimated_bytes: int, num_records: int, options: ShardingOptions) -> ShardPlan:
+    """Chooses the shard count and shares for a split; see the module docstring.
+
+    Args:
+      estimated_bytes: the split's expected size on disk (compressed if it will be).
+      num_records: records in the split.
+      options: the target size and reader count.
+
+    Returns:
+      The plan; it never has more shards than num_records / MIN_RECORDS_PER_SHARD
+      (at least one), so no shard is left empty.
+    """
+    if num_records < 1:
+        raise ValueError("A split with no records cannot be sharded.")
+    ratio = estimated_bytes / options.target_shard_bytes
+    full = max(1, math.floor(ratio))
+    remainder = ratio - full if ratio >= 1 else 0.0
+    if remainder >= _SPREAD_REMAINDER_BELOW:
+        weights = [1.0] * full + [remainder]
+    else:
+        weights = [1.0] * full
+    if options.num_readers and options.num_readers > len(weights):
+        weights = [1.0] * options.num_readers
+    most = max(1, num_records // MIN_RECORDS_PER_SHARD)
+    if len(weights) > most:
+        weights = [1.0] * most
+    total = sum(weights)
+    return ShardPlan(
+        num_shards=len(weights),
+        weights=tuple(w / total for w in weights),
+        estimated_bytes=estimated_bytes,
+    )

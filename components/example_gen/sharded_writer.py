@@ -1,0 +1,177 @@
+"""Writes a split's serialized records to TFRecord shards of a planned size.
+
+TFX's writer leaves the shard count to the runner (one file for small data on
+the DirectRunner). Here the split is measured first (records, bytes, and for
+GZIP the compression ratio of a sample), the shard plan is made from that,
+and each record goes to its planned shard; each shard is written by one
+worker. Shard files get temporary names; ``finalize_split`` gives them their
+final ``data_tfrecord-SSSSS-of-NNNNN[.gz]`` names and returns the outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import zlib
+
+import apache_beam as beam
+import tensorflow as tf
+
+from components.example_gen.shard_plan import (
+    TFRECORD_FRAMING_BYTES,
+    ShardingOptions,
+    ShardPlan,
+    plan_shards,
+)
+
+GZIP = "gzip"
+NONE = "none"
+COMPRESSIONS = (GZIP, NONE)
+SHARD_PREFIX = "data_tfrecord"
+_TEMP_PREFIX = ".shard-"
+# Bytes of records each measuring worker keeps to estimate GZIP's ratio.
+_SAMPLE_BYTES = 4 * 1024 * 1024
+
+
+def shard_suffix(compression: str) -> str:
+    """Returns the file suffix; readers detect GZIP by '.gz'."""
+    return ".gz" if compression == GZIP else ""
+
+
+class _MeasureSplit(beam.CombineFn):
+    """Counts records and bytes, keeping a sample to measure compression."""
+
+    def create_accumulator(self):
+        return [0, 0, [], 0]  # records, bytes, sample, sample bytes
+
+    def add_input(self, acc, record):
+        acc[0] += 1
+        acc[1] += len(record)
+        if acc[3] < _SAMPLE_BYTES:
+            acc[2].append(record)
+            acc[3] += len(record)
+        return acc
+
+    def merge_accumulators(self, accumulators):
+        merged = self.create_accumulator()
+        for count, size, sample, _ in accumulators:
+            merged[0] += count
+            merged[1] += size
+            for record in sample:
+                if merged[3] >= _SAMPLE_BYTES:
+                    break
+                merged[2].append(record)
+                merged[3] += len(record)
+        return merged
+
+    def extract_output(self, acc):
+        return acc
+
+
+def _framed(record: bytes) -> bytes:
+    # The real framing has masked CRC32Cs; a CRC32 compresses the same way.
+    length = struct.pack("<Q", len(record))
+    return (
+        length
+        + struct.pack("<I", zlib.crc32(length))
+        + record
+        + struct.pack("<I", zlib.crc32(record))
+    )
+
+
+def _plan(measure, options: ShardingOptions, compression: str) -> ShardPlan | None:
+    count, size, sample, _ = measure
+    if count == 0:
+        return None
+    on_disk = size + TFRECORD_FRAMING_BYTES * count
+    if compression == GZIP and sample:
+        raw = b"".join(_framed(r) for r in sample)
+        on_disk = int(on_disk * len(zlib.compress(raw, 6)) / len(raw))
+    return plan_shards(on_disk, count, options)
+
+
+class _WriteShard(beam.DoFn):
+    def __init__(self, split_dir: str, compression: str):
+        self._split_dir = split_dir
+        self._compression = compression
+
+    def process(self, element):
+        index, records = element
+        tf.io.gfile.makedirs(self._split_dir)
+        path = os.path.join(
+            self._split_dir, f"{_TEMP_PREFIX}{index:05d}{shard_suffix(self._compression)}"
+        )
+        options = tf.io.TFRecordOptions(
+            compression_type="GZIP" if self._compression == GZIP else ""
+        )
+        count = 0
+        with tf.io.TFRecordWriter(path, options) as writer:
+            for record in records:
+                writer.write(record)
+                count += 1
+        yield {"index": index, "path": path, "records": count}
+
+
+def _write_outcome(shards: list[dict], plan: ShardPlan | None, path: str) -> None:
+    outcome = {
+        "planned_shards": plan.num_shards if plan else 0,
+        "estimated_bytes": plan.estimated_bytes if plan else 0,
+        "shards": sorted(shards, key=lambda s: s["index"]),
+    }
+    with tf.io.gfile.GFile(path, "w") as f:
+        json.dump(outcome, f)
+
+
+@beam.ptransform_fn
+def WriteShardedTFRecords(  # noqa: N802 - Beam transforms are named like classes
+    records: beam.PCollection,
+    split_dir: str,
+    outcome_path: str,
+    options: ShardingOptions,
+    compression: str,
+):
+    """Writes serialized records as planned shards into split_dir.
+
+    The shard files keep temporary names until ``finalize_split`` runs; the
+    plan and each shard's record count go to outcome_path (JSON).
+    """
+    plan = (
+        records
+        | "Measure" >> beam.CombineGlobally(_MeasureSplit())
+        | "Plan" >> beam.Map(_plan, options, compression)
+    )
+    plan_view = beam.pvalue.AsSingleton(plan)
+    return (
+        records
+        | "AssignShard" >> beam.Map(lambda r, p: (p.shard_of(r), r), plan_view)
+        | "GroupByShard" >> beam.GroupByKey()
+        | "WriteShard" >> beam.ParDo(_WriteShard(split_dir, compression))
+        | "Collect" >> beam.combiners.ToList()
+        | "WriteOutcome" >> beam.Map(_write_outcome, plan_view, outcome_path)
+    )
+
+
+def finalize_split(split_dir: str, outcome_path: str, compression: str) -> dict:
+    """Renames a split's shards to their final names and returns its outcome.
+
+    Returns:
+      ``{"planned_shards", "estimated_bytes", "records", "bytes", "shards":
+      [{"file", "records", "bytes"}, ...]}``; shards numbered without gaps.
+    """
+    with tf.io.gfile.GFile(outcome_path) as f:
+        outcome = json.load(f)
+    tf.io.gfile.remove(outcome_path)
+    shards = outcome.pop("shards")
+    finals = []
+    for number, shard in enumerate(shards):
+        name = f"{SHARD_PREFIX}-{number:05d}-of-{len(shards):05d}{shard_suffix(compression)}"
+        final = os.path.join(split_dir, name)
+        tf.io.gfile.rename(shard["path"], final, overwrite=True)
+        finals.append(
+            {"file": name, "records": shard["records"], "bytes": tf.io.gfile.stat(final).length}
+        )
+    outcome["shards"] = finals
+    outcome["records"] = sum(s["records"] for s in finals)
+    outcome["bytes"] = sum(s["bytes"] for s in finals)
+    return outcome

@@ -1,0 +1,86 @@
+"""``convert`` and ``inspect``: sharded TFRecords without a pipeline."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+
+def add_parsers(commands) -> None:
+    """Adds the convert and inspect sub-commands to the CLI's sub-parsers."""
+    convert = commands.add_parser(
+        "convert", help="convert CSV, Parquet or an image folder into sharded TFRecords"
+    )
+    convert.add_argument("source", help="folder of input files (or the image folder)")
+    convert.add_argument("dest", help="output folder: Split-<name>/ shards, shard_plan.json")
+    convert.add_argument("--format", choices=("csv", "parquet", "images"), default="csv")
+    convert.add_argument("--shard-size", default="128MiB", help="target bytes per shard file")
+    convert.add_argument("--readers", type=int, help="parallel readers: at least this many shards")
+    convert.add_argument("--compression", choices=("gzip", "none"), default="gzip")
+    convert.add_argument(
+        "--label", help="tabular: column every row must fill; images: label feature name"
+    )
+    convert.add_argument("--schema", help="CSV: schema.pbtxt giving column types")
+    convert.add_argument(
+        "--max-bad-fraction",
+        type=float,
+        default=0.01,
+        help="share of input that may be quarantined",
+    )
+    convert.add_argument("--beam-arg", action="append", default=[], metavar="ARG")
+    convert.add_argument("--verbose", action="store_true", help="show all library logs")
+
+    inspect = commands.add_parser(
+        "inspect", help="count records and infer the feature spec of TFRecord files"
+    )
+    inspect.add_argument("path", help="a TFRecord file, a folder or a glob")
+    inspect.add_argument("--verbose", action="store_true", help="show all library logs")
+
+
+def run_convert(args: argparse.Namespace) -> None:
+    """Converts and prints the shard plan and the quarantine count."""
+    from components.example_gen.convert import QUARANTINE_DIR, convert
+    from components.example_gen.shard_plan import ShardingOptions, parse_size
+    from pipelines.local_runner import DEFAULT_BEAM_ARGS
+
+    sharding = ShardingOptions(
+        target_shard_bytes=parse_size(args.shard_size), num_readers=args.readers
+    )
+    dest = os.path.abspath(args.dest)
+    print(f"Converting {args.source} ({args.format}) into {dest} ...", flush=True)
+    report = convert(
+        args.source,
+        dest,
+        source_format=args.format,
+        sharding=sharding,
+        compression=args.compression,
+        label_key=args.label,
+        max_bad_fraction=args.max_bad_fraction,
+        schema_path=args.schema,
+        beam_pipeline_args=[*DEFAULT_BEAM_ARGS, *args.beam_arg],
+    )
+    print(
+        f"Read {report['records_read']:,} records: wrote {report['records_written']:,}, "
+        f"quarantined {report['quarantined']:,} ({os.path.join(dest, QUARANTINE_DIR)})."
+    )
+    for name, split in report["splits"].items():
+        sizes = [s["bytes"] for s in split["shards"]]
+        print(
+            f"  Split-{name}: {len(sizes)} shards (planned {split['planned_shards']}), "
+            f"{split['records']:,} records, {split['bytes'] / 2**20:.1f} MiB, shard sizes "
+            f"{min(sizes) / 2**20:.1f}-{max(sizes) / 2**20:.1f} MiB "
+            f"(target {report['target_shard_bytes'] / 2**20:.1f} MiB)"
+        )
+    print(f"Shard plan: {os.path.join(dest, 'shard_plan.json')}")
+
+
+def run_inspect(args: argparse.Namespace) -> None:
+    """Prints record and shard counts, sizes and the inferred feature spec."""
+    from components.tfrecord_inspect import format_spec, inspect_records
+
+    result = inspect_records(args.path)
+    for file, (records, size) in result.files.items():
+        print(f"{file}: {records:,} records, {size:,} bytes")
+    print(f"{len(result.files)} shards, {result.records:,} records, {result.bytes / 2**20:.2f} MiB")
+    print(f"Feature spec (from {result.sampled:,} records), for tf.io.parse_example:")
+    print(format_spec(result.feature_spec))
