@@ -1,0 +1,73 @@
+"""Small generated inputs for the ExampleGen tests."""
+
+import csv
+import random
+from pathlib import Path
+
+import tensorflow as tf
+
+CSV_HEADER = ["id", "amount", "count", "colour", "note", "label"]
+# (line written into the CSV, reason prefix the quarantine must give)
+PLANTED_BAD_ROWS = [
+    ("900001,1.5,3,red,short", "wrong column count: 5 fields, expected 6"),
+    ("900002,abc,3,red,x,1", "bad value: column 'amount' value 'abc' is not float"),
+    ("900003,2.5,3.7,blue,x,0", "bad value: column 'count' value '3.7' is not int"),
+    ("900004,2.5,3,blue,x,", "missing value: column 'label' is empty"),
+]
+
+
+def write_csv(folder: Path, rows: int, bad_rows=PLANTED_BAD_ROWS, seed: int = 3) -> Path:
+    """Writes rows of random values (incompressible enough to size shards), bad rows spread in."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    bad_every = rows // (len(bad_rows) + 1) if bad_rows else 0
+    with open(folder / "data.csv", "w", newline="") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(CSV_HEADER)
+        planted = list(bad_rows)
+        for i in range(rows):
+            if bad_every and i and i % bad_every == 0 and planted:
+                f.write(planted.pop(0)[0] + "\n")
+            writer.writerow(
+                [
+                    i,
+                    round(rng.uniform(0, 1000), 3),
+                    rng.randint(0, 50),
+                    rng.choice(["red", "green", "blue"]),
+                    "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(20)),
+                    rng.randint(0, 1),
+                ]
+            )
+    return folder
+
+
+def write_images(folder: Path) -> dict[str, bytes]:
+    """Writes PNGs and JPEGs into class folders, plus one file that is no image.
+
+    Returns:
+      The bytes of each valid image, by file name.
+    """
+    written = {}
+    for label, (name, channels) in enumerate([("cats", 3), ("dogs", 1)]):
+        (folder / name).mkdir(parents=True)
+        for i in range(3):
+            pixels = tf.random.stateless_uniform(
+                [8 + i, 12, channels], seed=[label, i], maxval=255, dtype=tf.int32
+            )
+            image = tf.cast(pixels, tf.uint8)
+            encoded = (tf.io.encode_png(image) if i % 2 else tf.io.encode_jpeg(image)).numpy()
+            file = f"{name}-{i}.{'png' if i % 2 else 'jpg'}"
+            (folder / name / file).write_bytes(encoded)
+            written[file] = encoded
+    (folder / "cats" / "notes.txt").write_text("not an image\n")
+    return written
+
+
+def read_split(folder: Path) -> list[tf.train.Example]:
+    """Reads every example of a Split-<name> folder."""
+    examples = []
+    for path in sorted(folder.iterdir()):
+        compression = "GZIP" if path.name.endswith(".gz") else ""
+        for record in tf.data.TFRecordDataset(str(path), compression_type=compression):
+            examples.append(tf.train.Example.FromString(record.numpy()))
+    return examples

@@ -1,0 +1,71 @@
+"""Inspection of TFRecord files: counts, sizes and the feature spec from the records."""
+
+import pytest
+import tensorflow as tf
+
+from components.tfrecord_inspect import format_spec, inspect_records
+from conftest import run_cli
+from example_data import write_csv
+
+
+def _write(path, examples, compression=""):
+    with tf.io.TFRecordWriter(str(path), tf.io.TFRecordOptions(compression_type=compression)) as w:
+        for features in examples:
+            w.write(
+                tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+            )
+
+
+def _f(values):
+    return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+
+
+def _b(values):
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=values))
+
+
+def test_spec_tells_fixed_from_variable_length(tmp_path):
+    _write(tmp_path / "a.gz", [{"x": _f([1.0, 2.0]), "tags": _b([b"a"])}], "GZIP")
+    _write(tmp_path / "b", [{"x": _f([3.0, 4.0])}, {"x": _f([5.0, 6.0]), "tags": _b([b"b", b"c"])}])
+    result = inspect_records(str(tmp_path))
+    assert result.records == 3
+    assert len(result.files) == 2
+    assert result.feature_spec == {
+        "tags": tf.io.VarLenFeature(tf.string),
+        "x": tf.io.FixedLenFeature([2], tf.float32),
+    }
+    parsed = tf.io.parse_example(
+        [
+            tf.train.Example(
+                features=tf.train.Features(feature={"x": _f([1.0, 2.0])})
+            ).SerializeToString()
+        ],
+        result.feature_spec,
+    )
+    assert parsed["x"].shape == (1, 2)
+    assert "'x': tf.io.FixedLenFeature([2], tf.float32)," in format_spec(result.feature_spec)
+
+
+def test_no_files_and_corrupt_files_are_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="No TFRecord files at"):
+        inspect_records(str(tmp_path / "*.tfrecord"))
+    (tmp_path / "bad.tfrecord").write_bytes(b"\x01\x02 definitely not a tfrecord file")
+    with pytest.raises(ValueError, match="bad.tfrecord is not a valid TFRecord file"):
+        inspect_records(str(tmp_path / "bad.tfrecord"))
+
+
+def test_convert_then_inspect_from_the_command_line(tmp_path):
+    source = write_csv(tmp_path / "source", 3_000)
+    converted = run_cli(
+        "convert", str(source), str(tmp_path / "out"), "--shard-size", "32KiB",
+        "--label", "label", "--max-bad-fraction", "0.01",
+        "--beam-arg=--direct_running_mode=in_memory",
+    )  # fmt: skip
+    assert converted.returncode == 0, converted.stderr[-2000:]
+    assert "Read 3,004 records: wrote 3,000, quarantined 4" in converted.stdout
+    assert "Split-train:" in converted.stdout and "Split-eval:" in converted.stdout
+    assert f"Shard plan: {tmp_path / 'out' / 'shard_plan.json'}" in converted.stdout
+    inspected = run_cli("inspect", str(tmp_path / "out" / "Split-train"))
+    assert inspected.returncode == 0, inspected.stderr[-2000:]
+    assert "'amount': tf.io.FixedLenFeature([1], tf.float32)," in inspected.stdout
+    assert "'colour': tf.io.FixedLenFeature([1], tf.string)," in inspected.stdout

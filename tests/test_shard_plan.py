@@ -1,0 +1,80 @@
+"""Shard planning: counts from sizes and readers, and the record-to-shard assignment."""
+
+import collections
+
+import pytest
+
+from components.example_gen.shard_plan import (
+    MIN_RECORDS_PER_SHARD,
+    ShardingOptions,
+    parse_size,
+    plan_shards,
+)
+
+MIB = 2**20
+
+
+@pytest.mark.parametrize(
+    "text, size",
+    [("128MiB", 128 * MIB), ("64 KiB", 65536), ("1GB", 10**9), ("4096", 4096), ("1.5MiB", 1572864)],
+)
+def test_parse_size(text, size):
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "12 parsecs", "-5MiB", "0"])
+def test_parse_size_rejects_non_sizes(text):
+    with pytest.raises(ValueError, match="Size .* (is not a byte size|must be at least 1 byte)"):
+        parse_size(text)
+
+
+def test_a_gigabyte_at_128_mib_is_eight_equal_shards():
+    plan = plan_shards(1024 * MIB, 10_000_000, ShardingOptions(128 * MIB))
+    assert plan.num_shards == 8
+    assert plan.weights == pytest.approx([1 / 8] * 8)
+
+
+def test_small_remainder_is_spread_over_full_shards():
+    plan = plan_shards(int(8.2 * 128 * MIB), 10_000_000, ShardingOptions(128 * MIB))
+    assert plan.num_shards == 8
+    assert max(plan.weights) * plan.estimated_bytes <= 1.25 * 128 * MIB
+
+
+def test_large_remainder_gets_a_last_smaller_shard():
+    plan = plan_shards(int(2.5 * 128 * MIB), 10_000_000, ShardingOptions(128 * MIB))
+    assert plan.num_shards == 3
+    full, last = plan.weights[0] * plan.estimated_bytes, plan.weights[-1] * plan.estimated_bytes
+    assert full == pytest.approx(128 * MIB, rel=1e-6)
+    assert last == pytest.approx(64 * MIB, rel=1e-6)
+
+
+def test_readers_raise_the_shard_count():
+    plan = plan_shards(200 * MIB, 1_000_000, ShardingOptions(128 * MIB, num_readers=10))
+    assert plan.num_shards == 10
+
+
+def test_few_records_cap_the_shard_count_so_no_shard_is_empty():
+    plan = plan_shards(100 * MIB, 3 * MIN_RECORDS_PER_SHARD, ShardingOptions(MIB, num_readers=50))
+    assert plan.num_shards == 3
+
+
+def test_small_split_gets_one_shard():
+    assert plan_shards(1000, 10, ShardingOptions(128 * MIB)).num_shards == 1
+
+
+def test_assignment_is_deterministic_and_follows_the_weights():
+    plan = plan_shards(int(2.5 * MIB), 100_000, ShardingOptions(MIB))
+    records = [f"record-{i}".encode() for i in range(30_000)]
+    first = [plan.shard_of(r) for r in records]
+    assert first == [plan.shard_of(r) for r in records]
+    counts = collections.Counter(first)
+    assert sorted(counts) == [0, 1, 2]
+    for shard, weight in enumerate(plan.weights):
+        assert counts[shard] / len(records) == pytest.approx(weight, abs=0.02)
+
+
+def test_options_are_validated():
+    with pytest.raises(ValueError, match="num_readers must be at least 1, got 0"):
+        ShardingOptions(num_readers=0)
+    with pytest.raises(ValueError, match="target_shard_bytes must be at least 1"):
+        ShardingOptions(target_shard_bytes=0)
