@@ -29,5 +29,9 @@ def feature(column_type: ColumnType, values: list) -> tf.train.Feature:
 
 
 def serialize(features: dict[str, tf.train.Feature]) -> bytes:
-    """Serializes a feature dict as a tf.train.Example."""
-    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+    """Serializes a feature dict as a tf.train.Example, the same bytes in every run.
+
+    The split is a hash of these bytes, so map order must not vary between processes.
+    """
+    example = tf.train.Example(features=tf.train.Features(feature=features))
+    return example.SerializeToString(deterministic=True)

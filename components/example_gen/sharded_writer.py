@@ -91,13 +91,38 @@ def _plan(measure, options: ShardingOptions, compression: str) -> ShardPlan | No
     return plan_shards(on_disk, count, options)
 
 
+class _AssignShards(beam.DoFn):
+    """Keys records by planned shard, in batches: one shuffle element per batch, not per record."""
+
+    _BATCH_BYTES = 4 * 1024 * 1024
+
+    def start_bundle(self):
+        self._batches, self._sizes = {}, {}
+
+    def process(self, record: bytes, plan: ShardPlan):
+        shard = plan.shard_of(record)
+        batch = self._batches.setdefault(shard, [])
+        batch.append(record)
+        self._sizes[shard] = self._sizes.get(shard, 0) + len(record)
+        if self._sizes[shard] >= self._BATCH_BYTES:
+            yield shard, batch
+            self._batches[shard], self._sizes[shard] = [], 0
+
+    def finish_bundle(self):
+        for shard, batch in self._batches.items():
+            if batch:
+                yield beam.utils.windowed_value.WindowedValue(
+                    (shard, batch), 0, [beam.transforms.window.GlobalWindow()]
+                )
+
+
 class _WriteShard(beam.DoFn):
     def __init__(self, split_dir: str, compression: str):
         self._split_dir = split_dir
         self._compression = compression
 
     def process(self, element):
-        index, records = element
+        index, batches = element
         tf.io.gfile.makedirs(self._split_dir)
         path = os.path.join(
             self._split_dir, f"{_TEMP_PREFIX}{index:05d}{shard_suffix(self._compression)}"
@@ -107,9 +132,10 @@ class _WriteShard(beam.DoFn):
         )
         count = 0
         with tf.io.TFRecordWriter(path, options) as writer:
-            for record in records:
-                writer.write(record)
-                count += 1
+            for batch in batches:
+                for record in batch:
+                    writer.write(record)
+                count += len(batch)
         yield {"index": index, "path": path, "records": count}
 
 
@@ -144,7 +170,7 @@ def WriteShardedTFRecords(  # noqa: N802 - Beam transforms are named like classe
     plan_view = beam.pvalue.AsSingleton(plan)
     return (
         records
-        | "AssignShard" >> beam.Map(lambda r, p: (p.shard_of(r), r), plan_view)
+        | "AssignShard" >> beam.ParDo(_AssignShards(), plan_view)
         | "GroupByShard" >> beam.GroupByKey()
         | "WriteShard" >> beam.ParDo(_WriteShard(split_dir, compression))
         | "Collect" >> beam.combiners.ToList()
