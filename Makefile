@@ -25,7 +25,7 @@ test: setup lint  ## Lint, then run every test, end-to-end pipeline runs include
 	$(PYTHON) -m pytest
 
 lint: setup
-	$(VENV)/bin/ruff check components pipelines tests
+	$(VENV)/bin/ruff check components pipelines tests benchmarks
 
 setup: $(VENV)/.synced
 

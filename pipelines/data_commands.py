@@ -22,6 +22,12 @@ def add_parsers(commands) -> None:
     )
     convert.add_argument("--schema", help="CSV: schema.pbtxt giving column types")
     convert.add_argument(
+        "--split", default="train=2,eval=1", help="split names and weights (default train=2,eval=1)"
+    )
+    convert.add_argument(
+        "--split-key", help="split on this column's hash, keeping rows that share it together"
+    )
+    convert.add_argument(
         "--max-bad-fraction",
         type=float,
         default=0.01,
@@ -37,12 +43,25 @@ def add_parsers(commands) -> None:
     inspect.add_argument("--verbose", action="store_true", help="show all library logs")
 
 
+def _parse_splits(text: str) -> dict[str, int]:
+    splits = {}
+    for part in text.split(","):
+        name, _, weight = part.partition("=")
+        if not name.strip() or not weight.strip().isdigit() or int(weight) < 1:
+            raise ValueError(
+                f"--split {text!r}: give name=weight pairs with whole weights, e.g. train=8,eval=2."
+            )
+        splits[name.strip()] = int(weight)
+    return splits
+
+
 def run_convert(args: argparse.Namespace) -> None:
     """Converts and prints the shard plan and the quarantine count."""
     from components.example_gen.convert import QUARANTINE_DIR, convert
     from components.example_gen.shard_plan import ShardingOptions, parse_size
     from pipelines.local_runner import DEFAULT_BEAM_ARGS
 
+    splits = _parse_splits(args.split)
     sharding = ShardingOptions(
         target_shard_bytes=parse_size(args.shard_size), num_readers=args.readers
     )
@@ -57,6 +76,8 @@ def run_convert(args: argparse.Namespace) -> None:
         label_key=args.label,
         max_bad_fraction=args.max_bad_fraction,
         schema_path=args.schema,
+        splits=splits,
+        split_key=args.split_key,
         beam_pipeline_args=[*DEFAULT_BEAM_ARGS, *args.beam_arg],
     )
     print(

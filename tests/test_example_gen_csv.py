@@ -148,3 +148,23 @@ def test_label_must_be_a_column(tmp_path):
     source = write_csv(tmp_path / "source", 10, bad_rows=[])
     with pytest.raises(ValueError, match="Label column 'price' is not in the CSV header"):
         _convert(source, tmp_path / "out", label_key="price")
+
+
+def test_split_ratios_and_key_column(tmp_path):
+    source = tmp_path / "source"
+    source.mkdir()
+    lines = ["user,value,label"] + [f"u{i % 50},{i},{i % 2}" for i in range(3_000)]
+    (source / "d.csv").write_text("\n".join(lines) + "\n")
+    report = _convert(
+        source, tmp_path / "out", splits={"train": 8, "eval": 1, "test": 1}, split_key="user"
+    )
+    assert set(report["splits"]) == {"train", "eval", "test"}
+    users = {
+        name: {
+            e.features.feature["user"].bytes_list.value[0]
+            for e in read_split(tmp_path / "out" / f"Split-{name}")
+        }
+        for name in ("train", "eval", "test")
+    }
+    assert not users["train"] & users["eval"] and not users["train"] & users["test"]
+    assert sum(len(u) for u in users.values()) == 50

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 
 from tfx.components.example_gen import utils
 from tfx.dsl.components.base import base_beam_executor
@@ -30,11 +31,16 @@ def convert(
     label_key: str | None = None,
     max_bad_fraction: float = 0.01,
     schema_path: str | None = None,
+    splits: Mapping[str, int] | None = None,
+    split_key: str | None = None,
     beam_pipeline_args: list[str] | None = None,
 ) -> dict:
     """Converts ``source`` into ``dest/Split-<name>/`` shards, as the component does.
 
     Writes ``dest/shard_plan.json`` and quarantined input to ``dest/quarantine/``.
+    ``splits`` maps split names to hash-bucket weights (default train 2, eval
+    1); ``split_key`` hashes that feature instead of the whole example, so
+    rows sharing a key stay in one split.
 
     Returns:
       The shard plan report (also in dest/shard_plan.json).
@@ -45,6 +51,12 @@ def convert(
     """
     input_config = utils.make_default_input_config()
     output_config = utils.make_default_output_config(input_config)
+    if splits:
+        del output_config.split_config.splits[:]
+        for name, weight in splits.items():
+            output_config.split_config.splits.add(name=name, hash_buckets=weight)
+    if split_key:
+        output_config.split_config.partition_feature_name = split_key
     examples = standard_artifacts.Examples()
     examples.uri = dest
     quarantine = Quarantine()

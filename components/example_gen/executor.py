@@ -78,7 +78,21 @@ def _SourceToExamples(pipeline, exec_properties: dict[str, Any], split_pattern: 
             file_name_suffix=QUARANTINE_FILE_SUFFIX,
         )
     )
-    return outputs["examples"] | "ReportProgress" >> beam.ParDo(_ReportProgress())
+    examples = outputs["examples"] | "ReportProgress" >> beam.ParDo(_ReportProgress())
+    output_config = example_gen_pb2.Output()
+    proto_utils.json_to_proto(
+        exec_properties[standard_component_specs.OUTPUT_CONFIG_KEY], output_config
+    )
+    if output_config.split_config.partition_feature_name:
+        # TFX's split reads the key feature from parsed examples only.
+        examples |= "ParseForSplitKey" >> beam.Map(tf.train.Example.FromString)
+    return examples
+
+
+def _as_bytes(record: bytes | tf.train.Example) -> bytes:
+    if isinstance(record, bytes):
+        return record
+    return record.SerializeToString(deterministic=True)
 
 
 class Executor(BaseExampleGenExecutor):
@@ -130,6 +144,8 @@ class Executor(BaseExampleGenExecutor):
         with self._make_beam_pipeline() as pipeline:
             splits = self.GenerateExamplesByBeam(pipeline, exec_properties)
             for name, records in splits.items():
+                if output_config.split_config.partition_feature_name:
+                    records |= f"Serialize[{name}]" >> beam.Map(_as_bytes)
                 _ = records | f"WriteSplit[{name}]" >> WriteShardedTFRecords(
                     artifact_utils.get_split_uri([examples], name),
                     outcome_paths[name],

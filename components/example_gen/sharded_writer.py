@@ -3,9 +3,10 @@
 TFX's writer leaves the shard count to the runner (one file for small data on
 the DirectRunner). Here the split is measured first (records, bytes, and for
 GZIP the compression ratio of a sample), the shard plan is made from that,
-and each record goes to its planned shard; each shard is written by one
-worker. Shard files get temporary names; ``finalize_split`` gives them their
-final ``data_tfrecord-SSSSS-of-NNNNN[.gz]`` names and returns the outcome.
+and each bundle writes its records to one piece per planned shard; each
+shard's pieces are then concatenated by one worker. Shard files get
+temporary names; ``finalize_split`` gives them their final
+``data_tfrecord-SSSSS-of-NNNNN[.gz]`` names and returns the outcome.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import uuid
 import zlib
 
 import apache_beam as beam
@@ -32,6 +34,11 @@ SHARD_PREFIX = "data_tfrecord"
 _TEMP_PREFIX = ".shard-"
 # Bytes of records each measuring worker keeps to estimate GZIP's ratio.
 _SAMPLE_BYTES = 4 * 1024 * 1024
+
+
+def pieces_dir(split_dir: str) -> str:
+    """Returns where a split's shard pieces wait to be merged (outside Split-<name>/)."""
+    return split_dir.rstrip("/") + ".pieces"
 
 
 def shard_suffix(compression: str) -> str:
@@ -91,38 +98,47 @@ def _plan(measure, options: ShardingOptions, compression: str) -> ShardPlan | No
     return plan_shards(on_disk, count, options)
 
 
-class _AssignShards(beam.DoFn):
-    """Keys records by planned shard, in batches: one shuffle element per batch, not per record."""
+class _WritePieces(beam.DoFn):
+    """Writes each bundle's records into one uncompressed piece file per planned shard.
 
-    _BATCH_BYTES = 4 * 1024 * 1024
+    Only piece paths travel through the shuffle that gathers a shard, never
+    the records: grouping whole shards (hundreds of MB per key) through the
+    DirectRunner's shuffle lost records at 1 GB.
+    """
+
+    def __init__(self, pieces_dir: str):
+        self._pieces_dir = pieces_dir
 
     def start_bundle(self):
-        self._batches, self._sizes = {}, {}
+        self._writers = {}
 
     def process(self, record: bytes, plan: ShardPlan):
         shard = plan.shard_of(record)
-        batch = self._batches.setdefault(shard, [])
-        batch.append(record)
-        self._sizes[shard] = self._sizes.get(shard, 0) + len(record)
-        if self._sizes[shard] >= self._BATCH_BYTES:
-            yield shard, batch
-            self._batches[shard], self._sizes[shard] = [], 0
+        if shard not in self._writers:
+            tf.io.gfile.makedirs(self._pieces_dir)
+            path = os.path.join(self._pieces_dir, f"{uuid.uuid4().hex}-{shard:05d}")
+            self._writers[shard] = [tf.io.TFRecordWriter(path), path, 0]
+        entry = self._writers[shard]
+        entry[0].write(record)
+        entry[2] += 1
 
     def finish_bundle(self):
-        for shard, batch in self._batches.items():
-            if batch:
-                yield beam.utils.windowed_value.WindowedValue(
-                    (shard, batch), 0, [beam.transforms.window.GlobalWindow()]
-                )
+        for shard, (writer, path, count) in self._writers.items():
+            writer.close()
+            yield beam.utils.windowed_value.WindowedValue(
+                (shard, (path, count)), 0, [beam.transforms.window.GlobalWindow()]
+            )
 
 
-class _WriteShard(beam.DoFn):
+class _MergeShard(beam.DoFn):
+    """Concatenates a shard's pieces into its (optionally GZIP) shard file."""
+
     def __init__(self, split_dir: str, compression: str):
         self._split_dir = split_dir
         self._compression = compression
 
     def process(self, element):
-        index, batches = element
+        index, pieces = element
         tf.io.gfile.makedirs(self._split_dir)
         path = os.path.join(
             self._split_dir, f"{_TEMP_PREFIX}{index:05d}{shard_suffix(self._compression)}"
@@ -132,10 +148,12 @@ class _WriteShard(beam.DoFn):
         )
         count = 0
         with tf.io.TFRecordWriter(path, options) as writer:
-            for batch in batches:
-                for record in batch:
-                    writer.write(record)
-                count += len(batch)
+            for piece, piece_count in sorted(pieces):
+                for batch in tf.data.TFRecordDataset(piece).batch(4096):
+                    for record in batch.numpy():
+                        writer.write(record)
+                count += piece_count
+                tf.io.gfile.remove(piece)
         yield {"index": index, "path": path, "records": count}
 
 
@@ -170,9 +188,9 @@ def WriteShardedTFRecords(  # noqa: N802 - Beam transforms are named like classe
     plan_view = beam.pvalue.AsSingleton(plan)
     return (
         records
-        | "AssignShard" >> beam.ParDo(_AssignShards(), plan_view)
+        | "WritePieces" >> beam.ParDo(_WritePieces(pieces_dir(split_dir)), plan_view)
         | "GroupByShard" >> beam.GroupByKey()
-        | "WriteShard" >> beam.ParDo(_WriteShard(split_dir, compression))
+        | "MergeShard" >> beam.ParDo(_MergeShard(split_dir, compression))
         | "Collect" >> beam.combiners.ToList()
         | "WriteOutcome" >> beam.Map(_write_outcome, plan_view, outcome_path)
     )
@@ -188,6 +206,9 @@ def finalize_split(split_dir: str, outcome_path: str, compression: str) -> dict:
     with tf.io.gfile.GFile(outcome_path) as f:
         outcome = json.load(f)
     tf.io.gfile.remove(outcome_path)
+    # Pieces of retried bundles were never merged.
+    if tf.io.gfile.exists(pieces_dir(split_dir)):
+        tf.io.gfile.rmtree(pieces_dir(split_dir))
     shards = outcome.pop("shards")
     finals = []
     for number, shard in enumerate(shards):
