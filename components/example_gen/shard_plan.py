@@ -82,11 +82,13 @@ class ShardPlan:
       num_shards: how many shard files the split is written to.
       weights: each shard's share of the records, summing to 1.
       estimated_bytes: the split's expected size on disk.
+      num_records: records in the split, as measured before writing.
     """
 
     num_shards: int
     weights: tuple[float, ...]
     estimated_bytes: int
+    num_records: int = 0
 
     def shard_of(self, record: bytes) -> int:
         """Returns the shard index for a serialized record (deterministic)."""
@@ -137,4 +139,5 @@ def plan_shards(estimated_bytes: int, num_records: int, options: ShardingOptions
         num_shards=len(weights),
         weights=tuple(w / total for w in weights),
         estimated_bytes=estimated_bytes,
+        num_records=num_records,
     )

@@ -161,6 +161,7 @@ def _write_outcome(shards: list[dict], plan: ShardPlan | None, path: str) -> Non
     outcome = {
         "planned_shards": plan.num_shards if plan else 0,
         "estimated_bytes": plan.estimated_bytes if plan else 0,
+        "records_measured": plan.num_records if plan else 0,
         "shards": sorted(shards, key=lambda s: s["index"]),
     }
     with tf.io.gfile.GFile(path, "w") as f:
@@ -200,8 +201,13 @@ def finalize_split(split_dir: str, outcome_path: str, compression: str) -> dict:
     """Renames a split's shards to their final names and returns its outcome.
 
     Returns:
-      ``{"planned_shards", "estimated_bytes", "records", "bytes", "shards":
-      [{"file", "records", "bytes"}, ...]}``; shards numbered without gaps.
+      ``{"planned_shards", "estimated_bytes", "records_measured", "records",
+      "bytes", "shards": [{"file", "records", "bytes"}, ...]}``; shards
+      numbered without gaps.
+
+    Raises:
+      RuntimeError: if fewer records were written than were measured, so
+        that a runner's loss of data never passes silently.
     """
     with tf.io.gfile.GFile(outcome_path) as f:
         outcome = json.load(f)
@@ -221,4 +227,10 @@ def finalize_split(split_dir: str, outcome_path: str, compression: str) -> dict:
     outcome["shards"] = finals
     outcome["records"] = sum(s["records"] for s in finals)
     outcome["bytes"] = sum(s["bytes"] for s in finals)
+    if outcome["records"] != outcome["records_measured"]:
+        raise RuntimeError(
+            f"{split_dir}: {outcome['records_measured']:,} records reached the writer but "
+            f"{outcome['records']:,} were written; the Beam runner lost records. Rerun, or "
+            "use another runner (--beam-arg=--direct_running_mode=in_memory)."
+        )
     return outcome
