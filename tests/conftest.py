@@ -10,8 +10,6 @@ import pytest
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-# One process, no worker start-up: the suite's small data gains nothing from more.
-IN_MEMORY_BEAM = "--beam-arg=--direct_running_mode=in_memory"
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

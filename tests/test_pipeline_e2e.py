@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import IN_MEMORY_BEAM, run_cli
+from conftest import run_cli
 from pipelines.run_summary import summarize_run
 
 pytestmark = pytest.mark.e2e
@@ -34,7 +34,7 @@ def _example(features: dict) -> bytes:
 @pytest.fixture(scope="module")
 def penguins_run(tmp_path_factory):
     output = tmp_path_factory.mktemp("penguins")
-    # The README's main job with its defaults, multi-process DirectRunner included.
+    # The README's main job with its defaults.
     result = run_cli("run", "--output", str(output), "--train-steps", "300")
     assert result.returncode == 0, result.stderr[-3000:]
     return output, result
@@ -107,7 +107,6 @@ def test_other_csv_regression_trains_evaluates_and_pushes(tmp_path):
         "400",
         "--max-mae",
         "60",
-        IN_MEMORY_BEAM,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "schema: inferred by SchemaGen" in result.stdout
