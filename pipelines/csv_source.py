@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import os
 
 import tensorflow as tf
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+from components.example_gen import csv_source as example_gen_csv
 from pipelines.pipeline import CSV_PATTERN
 
 
@@ -24,21 +24,7 @@ def read_header(data_root: str) -> list[str]:
     files = sorted(tf.io.gfile.glob(os.path.join(data_root, CSV_PATTERN)))
     if not files:
         raise ValueError(f"Data folder {data_root} holds no {CSV_PATTERN} file.")
-    headers = {}
-    for path in files:
-        with tf.io.gfile.GFile(path) as f:
-            first_line = f.readline()
-        if not first_line.strip():
-            raise ValueError(f"CSV file {path} is empty; it needs a header row.")
-        headers[path] = next(csv.reader([first_line]))
-    first = headers[files[0]]
-    for path, header in headers.items():
-        if header != first:
-            raise ValueError(
-                f"CSV file {path} has columns {header}, but {files[0]} has {first}; "
-                "all files in one data folder need the same header."
-            )
-    return first
+    return example_gen_csv.read_header(files)
 
 
 def check_label(data_root: str, label: str) -> None:

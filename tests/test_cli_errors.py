@@ -44,7 +44,7 @@ def test_csv_files_with_different_headers(capsys, tmp_path):
     (tmp_path / "2.csv").write_text("a,c\n1,2\n")
     status, err = _error_of(capsys, ["run", "--data", str(tmp_path), "--label", "a"])
     assert status == 2
-    assert "all files in one data folder need the same header" in err
+    assert "all input files need the same header" in err
 
 
 def test_data_without_label(capsys, tmp_path):
