@@ -20,6 +20,9 @@ DEFAULT_LABEL = "species"
 SCHEMAS_DIR = _REPO_ROOT / "schemas"
 
 
+_CACHE_MODES = ("auto", "none", "memory")
+
+
 class UsageError(Exception):
     """A bad command-line argument; printed as one line, exit status 2."""
 
@@ -52,6 +55,19 @@ def _add_task_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-mae", type=float, help="regression: mean absolute error that blesses"
     )
+    parser.add_argument(
+        "--batch-size", type=int, default=64, help="Trainer's global batch (default: 64)"
+    )
+    parser.add_argument(
+        "--cache",
+        default="auto",
+        metavar="auto|none|memory|FOLDER",
+        help="cache the parsed train split: auto (in memory when small), none, memory, or a "
+        "local folder for a file cache (default: auto)",
+    )
+    parser.add_argument(
+        "--mixed-precision", action="store_true", help="train in mixed_float16 (GPUs)"
+    )
     parser.add_argument("--verbose", action="store_true", help="show all library logs")
 
 
@@ -80,6 +96,16 @@ def _parser() -> argparse.ArgumentParser:
     compile_.add_argument("--output", help="YAML file (default: output/kubeflow/<name>.yaml)")
     compile_.add_argument("--image", help="container image for the components")
     compile_.add_argument(
+        "--gpus", type=int, default=1, help="GPUs the Trainer requests (default: 1; 0 for CPU)"
+    )
+    compile_.add_argument(
+        "--gpu-resource",
+        default="nvidia.com/gpu",
+        help="Kubernetes resource name of the GPUs (default: nvidia.com/gpu)",
+    )
+    compile_.add_argument("--trainer-cpu", help="Trainer CPU limit, e.g. 8 or 7500m")
+    compile_.add_argument("--trainer-memory", help="Trainer memory limit, e.g. 32Gi")
+    compile_.add_argument(
         "--serving-dir",
         help="where pods push blessed models (default: /pipeline/serving_model/<name>)",
     )
@@ -103,6 +129,7 @@ def _resolve_schema(args: argparse.Namespace, dataset: str) -> str | None:
 def _config(args: argparse.Namespace, serving_dir: str | None = None):
     """Validates the task arguments and returns a PipelineConfig."""
     from components.task import Task
+    from components.trainer.options import TrainingOptions
     from pipelines import csv_source
     from pipelines.config import EvaluationThresholds, PipelineConfig
 
@@ -128,6 +155,11 @@ def _config(args: argparse.Namespace, serving_dir: str | None = None):
         eval_steps=args.eval_steps,
         thresholds=EvaluationThresholds(
             min_accuracy=args.min_accuracy, max_mean_absolute_error=args.max_mae
+        ),
+        training=TrainingOptions(
+            batch_size=args.batch_size,
+            cache=args.cache if args.cache in _CACHE_MODES else os.path.abspath(args.cache),
+            mixed_precision=args.mixed_precision,
         ),
     )
 
@@ -201,6 +233,14 @@ def _run(args: argparse.Namespace) -> None:
     print(f"  metrics:       {metrics}")
     print(f"  evaluation:    {summary.evaluation}")
     print(f"  trained model: {summary.model}")
+    if summary.input_stall is not None:
+        from components.trainer.input_stall import verdict
+
+        print(
+            f"  input stall:   {100 * summary.input_stall:.1f}% of step time waiting for "
+            f"batches in the last epoch ({verdict(summary.input_stall)})"
+        )
+    print(f"  TensorBoard:   tensorboard --logdir {summary.model_run}")
     print(f"  artifacts:     {layout.pipeline_root}")
     print(f"  metadata:      {layout.metadata_path}")
 
@@ -208,12 +248,22 @@ def _run(args: argparse.Namespace) -> None:
 def _compile(args: argparse.Namespace) -> None:
     if args.output and not args.output.endswith((".yaml", ".yml")):
         raise UsageError(f"--output {args.output} must end in .yaml or .yml.")
-    from pipelines.kubeflow_runner import DEFAULT_IMAGE, compile_for_kubeflow
+    from pipelines.trainer_resources import TrainerResources
 
     config = _config(args, serving_dir=args.serving_dir)
+    resources = TrainerResources(
+        gpus=args.gpus,
+        accelerator=args.gpu_resource,
+        cpu=args.trainer_cpu,
+        memory=args.trainer_memory,
+    )
+    from pipelines.kubeflow_runner import DEFAULT_IMAGE, compile_for_kubeflow
+
     output = args.output or os.path.join("output", "kubeflow", f"{config.name}.yaml")
     _check_writable(os.path.dirname(os.path.abspath(output)))
-    compile_for_kubeflow(config, output, image=args.image or DEFAULT_IMAGE)
+    compile_for_kubeflow(
+        config, output, image=args.image or DEFAULT_IMAGE, trainer_resources=resources
+    )
     print(f"Wrote Kubeflow Pipelines v2 spec for {config.name!r} to {os.path.abspath(output)}")
 
 

@@ -6,6 +6,7 @@ import dataclasses
 import re
 
 from components.task import Task
+from components.trainer.options import TrainingOptions
 
 _NAME_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -52,6 +53,7 @@ class PipelineConfig:
       train_steps: training steps (batches of the Trainer's batch size).
       eval_steps: validation steps run by the Trainer after training.
       thresholds: what blesses a model.
+      training: the Trainer's batch sizes, cache and precision.
     """
 
     name: str
@@ -62,6 +64,7 @@ class PipelineConfig:
     train_steps: int = 1000
     eval_steps: int = 20
     thresholds: EvaluationThresholds = dataclasses.field(default_factory=EvaluationThresholds)
+    training: TrainingOptions = dataclasses.field(default_factory=TrainingOptions)
 
     def __post_init__(self):
         if not _NAME_PATTERN.match(self.name):

@@ -19,6 +19,7 @@ from pipelines.evaluation import make_eval_config
 PREPROCESSING_FN = "components.transform.preprocessing.preprocessing_fn"
 RUN_FN = "components.trainer.run.run_fn"
 CSV_PATTERN = "*.csv"
+TRAINER_ID = "Trainer"
 
 
 def _latest_blessed_model() -> tfx.dsl.Resolver:
@@ -88,8 +89,8 @@ def create_pipeline(
         schema=schema_gen.outputs["schema"],
         train_args=tfx.proto.TrainArgs(num_steps=config.train_steps),
         eval_args=tfx.proto.EvalArgs(num_steps=config.eval_steps),
-        custom_config=task_config,
-    )
+        custom_config={**task_config, **config.training.to_custom_config()},
+    ).with_id(TRAINER_ID)
     components = [
         example_gen,
         statistics_gen,

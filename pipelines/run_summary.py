@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 
 import tensorflow_model_analysis as tfma
 from ml_metadata import metadata_store
@@ -19,6 +21,9 @@ class RunSummary:
       model: the trained model artifact's folder.
       evaluation: the Evaluator's output folder (load with tfma.load_eval_result).
       metrics: overall metrics on the eval split, by name.
+      model_run: the Trainer's TensorBoard logs and input-stall report.
+      input_stall: the last training epoch's input stall (share of step time
+        spent waiting for batches), or None if the Trainer wrote no report.
     """
 
     blessed: bool
@@ -26,6 +31,8 @@ class RunSummary:
     model: str
     evaluation: str
     metrics: dict[str, float]
+    model_run: str
+    input_stall: float | None
 
 
 def _latest(store: metadata_store.MetadataStore, type_name: str):
@@ -46,6 +53,17 @@ def _overall_metrics(evaluation_uri: str) -> dict[str, float]:
     return metrics
 
 
+def _last_input_stall(model_run_uri: str) -> float | None:
+    from components.trainer.input_stall import METRIC_NAME, REPORT_FILE
+
+    path = os.path.join(model_run_uri, REPORT_FILE)
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        epochs = json.load(f)["epochs"]
+    return epochs[-1][METRIC_NAME] if epochs else None
+
+
 def summarize_run(metadata_path: str) -> RunSummary:
     """Reads the latest run's model, blessing, push and metrics from ML Metadata.
 
@@ -58,6 +76,7 @@ def summarize_run(metadata_path: str) -> RunSummary:
     blessing = _latest(store, "ModelBlessing")
     pushed = _latest(store, "PushedModel")
     evaluation = _latest(store, "ModelEvaluation")
+    model_run = _latest(store, "ModelRun")
     was_pushed = pushed.custom_properties["pushed"].int_value == 1
     return RunSummary(
         blessed=blessing.custom_properties["blessed"].int_value == 1,
@@ -67,4 +86,6 @@ def summarize_run(metadata_path: str) -> RunSummary:
         model=_latest(store, "Model").uri,
         evaluation=evaluation.uri,
         metrics=_overall_metrics(evaluation.uri),
+        model_run=model_run.uri,
+        input_stall=_last_input_stall(model_run.uri),
     )

@@ -23,7 +23,19 @@ EXPECTED_TASKS = {
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     output = tmp_path_factory.mktemp("kfp") / "penguins.yaml"
-    result = run_cli("compile", "--output", str(output), "--image", "registry.example/tp:1")
+    result = run_cli(
+        "compile",
+        "--output",
+        str(output),
+        "--image",
+        "registry.example/tp:1",
+        "--gpus",
+        "2",
+        "--trainer-cpu",
+        "8",
+        "--trainer-memory",
+        "32Gi",
+    )
     assert result.returncode == 0, result.stderr
     assert str(output) in result.stdout
     return output
@@ -65,3 +77,46 @@ def test_compile_rejects_a_non_yaml_output(tmp_path):
     assert (
         result.stderr.strip() == f"error: --output {tmp_path / 'p.json'} must end in .yaml or .yml."
     )
+
+
+def _executor(spec: dict, task: str) -> dict:
+    component = spec["root"]["dag"]["tasks"][task]["componentRef"]["name"]
+    label = spec["components"][component]["executorLabel"]
+    return spec["deploymentSpec"]["executors"][label]
+
+
+def test_the_trainer_asks_for_its_gpus_cpu_and_memory(compiled):
+    spec = yaml.safe_load(compiled.read_text())
+    resources = _executor(spec, "Trainer")["container"]["resources"]
+    assert resources["accelerator"] == {
+        "type": "nvidia.com/gpu",
+        "count": "2",
+        "resourceType": "nvidia.com/gpu",
+        "resourceCount": "2",
+    }
+    assert resources["resourceCpuLimit"] == "8"
+    assert resources["cpuLimit"] == 8.0
+    assert resources["resourceMemoryLimit"] == "32Gi"
+    assert resources["memoryLimit"] == pytest.approx(34.359738368)
+    # Only the Trainer needs a GPU.
+    assert "resources" not in _executor(spec, "Transform")["container"]
+
+
+def test_training_options_reach_the_trainer(compiled):
+    spec = yaml.safe_load(compiled.read_text())
+    trainer = str(spec["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"])
+    assert '"training": {"batch_size": 64' in trainer.replace("\\", "")
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--trainer-memory", "lots"], "Trainer memory 'lots' is not a positive Kubernetes"),
+        (["--gpus", "-1"], "gpus must be 0 or more, got -1."),
+    ],
+)
+def test_bad_trainer_resources_are_one_line_errors(flags, message, tmp_path):
+    result = run_cli("compile", "--output", str(tmp_path / "p.yaml"), *flags)
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith(f"error: {message}")
+    assert not (tmp_path / "p.yaml").exists()

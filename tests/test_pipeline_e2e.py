@@ -1,6 +1,7 @@
 """Full LocalDagRunner runs: the bundled data, and a generated CSV with other columns."""
 
 import csv
+import json
 import os
 import random
 from pathlib import Path
@@ -74,6 +75,33 @@ def test_pushed_penguins_model_serves_raw_examples(penguins_run):
     np.testing.assert_allclose(tf.reduce_sum(probabilities, axis=1), [1.0, 1.0], rtol=1e-5)
 
 
+def _scalar_tags(event_dir: Path) -> dict[str, list[float]]:
+    values = {}
+    for path in event_dir.glob("events.out.tfevents.*"):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name != "scalars":
+                    continue
+                values.setdefault(value.tag, []).append(float(tf.make_ndarray(value.tensor)))
+    return values
+
+
+def test_trainer_reports_input_stall_to_tensorboard_and_the_run(penguins_run):
+    output, result = penguins_run
+    summary = summarize_run(str(output / "metadata" / "penguins" / "metadata.db"))
+    model_run = Path(summary.model_run)
+    # 300 steps in epochs of at most 200 steps: 2 epochs, each with a figure.
+    train = _scalar_tags(model_run / "train")["epoch_input_stall"]
+    validation = _scalar_tags(model_run / "validation")["epoch_input_stall"]
+    assert len(train) == len(validation) == 2
+    assert all(0 <= share <= 1 for share in train + validation)
+    report = json.loads((model_run / "input_stall.json").read_text())
+    assert [e["input_stall"] for e in report["epochs"]] == pytest.approx(train)
+    assert summary.input_stall == pytest.approx(train[-1])
+    assert f"input stall:   {100 * train[-1]:.1f}% of step time" in result.stdout
+    assert f"tensorboard --logdir {model_run}" in result.stdout
+
+
 def _write_houses_csv(folder: Path, rows: int = 600) -> None:
     rng = random.Random(7)
     folder.mkdir()
@@ -107,6 +135,11 @@ def test_other_csv_regression_trains_evaluates_and_pushes(tmp_path):
         "400",
         "--max-mae",
         "60",
+        # A file cache in a folder of its own, and a bigger batch.
+        "--cache",
+        str(tmp_path / "cache"),
+        "--batch-size",
+        "128",
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "schema: inferred by SchemaGen" in result.stdout
@@ -116,3 +149,5 @@ def test_other_csv_regression_trains_evaluates_and_pushes(tmp_path):
     # linear relation errs far less.
     assert summary.metrics["mean_absolute_error"] < 60
     assert os.path.isdir(output / "pipeline_root" / "houses" / "SchemaGen")
+    # The Trainer removes its file cache when training is done.
+    assert (tmp_path / "cache").is_dir() and not any((tmp_path / "cache").iterdir())

@@ -1,1 +1,18 @@
-"""Trainer module code: the Keras model, its serving signatures and ``run_fn``."""
+"""Trainer module code: the input pipeline, the Keras model, ``run_fn``.
+
+``components.trainer.make_dataset`` is the project's tf.data input pipeline
+over sharded TFRecords; it needs only TensorFlow, so other pipelines can
+reuse it. ``feature_spec_from_schema`` derives its feature spec from a schema.
+"""
+
+__all__ = ["feature_spec_from_schema", "make_dataset"]
+
+
+def __getattr__(name: str):
+    # Loaded on first use: the options module is imported by the CLI, which
+    # should not pay for TensorFlow's import to validate its arguments.
+    if name in __all__:
+        from components.trainer import dataset
+
+        return getattr(dataset, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,6 +13,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 
 from components.task import Task, transformed_name, vocabulary_name
+from components.trainer.input_stall import InputStallModel
 
 
 def input_feature_spec(tf_transform_output: tft.TFTransformOutput, task: Task) -> dict:
@@ -43,7 +44,9 @@ def build_model(
       learning_rate: Adam's learning rate.
 
     Returns:
-      A compiled Keras model taking a dict of transformed features.
+      A compiled Keras model taking a dict of transformed features, which
+      reports its input stall (``InputStallModel``). Its output layer computes
+      in float32 under a mixed-precision policy too.
     """
     inputs, encoded = {}, []
     for name, feature in sorted(input_feature_spec(tf_transform_output, task).items()):
@@ -64,15 +67,15 @@ def build_model(
 
     if task.is_classification:
         outputs = tf.keras.layers.Dense(
-            num_classes(tf_transform_output, task), activation="softmax"
+            num_classes(tf_transform_output, task), activation="softmax", dtype="float32"
         )(x)
         loss = tf.keras.losses.SparseCategoricalCrossentropy()
         metrics = [tf.keras.metrics.SparseCategoricalAccuracy()]
     else:
-        outputs = tf.keras.layers.Dense(1)(x)
+        outputs = tf.keras.layers.Dense(1, dtype="float32")(x)
         loss = tf.keras.losses.MeanSquaredError()
         metrics = [tf.keras.metrics.MeanAbsoluteError()]
 
-    model = tf.keras.Model(inputs=inputs, outputs=outputs)
+    model = InputStallModel(inputs=inputs, outputs=outputs)
     model.compile(optimizer=tf.keras.optimizers.Adam(learning_rate), loss=loss, metrics=metrics)
     return model

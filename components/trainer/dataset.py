@@ -1,0 +1,235 @@
+"""A tf.data input pipeline over sharded TFRecord files of tf.Example records.
+
+Usable without TFX: give it file patterns and a feature spec (derive the spec
+from a schema with ``feature_spec_from_schema``; never write it by hand).
+
+What it does, and why each step:
+
+1. lists the shard files; when training, reshuffles their order each epoch;
+2. interleaves one TFRecord reader per shard, in parallel (tf.data tunes the
+   parallelism), so reads of different shards overlap; out of order when
+   training, deterministic for evaluation;
+3. shuffles serialized records (training), cheap since they are still bytes;
+4. batches serialized records and parses each batch with one vectorized
+   ``tf.io.parse_example`` in a parallel map: parsing record by record costs
+   more than reading CSV;
+5. caches the parsed batches in memory or in a file when asked, so later
+   epochs skip reading and parsing; batches are then reshuffled each epoch
+   (an example keeps its batch-mates across epochs: shuffling single
+   examples again would cost more than the cache saves);
+6. repeats, and prefetches so the next batches are ready while the model
+   computes; onto the GPU when one is present.
+
+Without a cache the shard list is repeated before reading, so the readers
+stay busy across epoch boundaries and the last records of one epoch may be
+shuffled among the first of the next: count steps, not epochs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+import tensorflow as tf
+
+COMPRESSION_TYPES = ("GZIP", "ZLIB", "")
+# Shards read at once, at most: enough to hide storage latency on a GPU node
+# (object stores included) while each open reader keeps only a small buffer.
+MAX_PARALLEL_READS = 64
+# Cached batches are reshuffled within a window of this many batches.
+CACHED_BATCH_SHUFFLE_WINDOW = 64
+AUTO = "auto"
+
+FeatureSpec = Mapping[str, tf.io.FixedLenFeature | tf.io.VarLenFeature | tf.io.RaggedFeature]
+
+
+def list_files(file_pattern: str | Sequence[str]) -> list[str]:
+    """Returns the sorted files matching one pattern or a list of patterns.
+
+    Raises:
+      ValueError: if no pattern is given, or a pattern matches no file.
+    """
+    patterns = [file_pattern] if isinstance(file_pattern, str) else list(file_pattern)
+    if not patterns or not all(patterns):
+        raise ValueError(f"file_pattern is empty ({file_pattern!r}): name the TFRecord shards.")
+    files = []
+    for pattern in patterns:
+        matched = tf.io.gfile.glob(pattern)
+        if not matched:
+            raise ValueError(f"No TFRecord files match {pattern!r}.")
+        files.extend(matched)
+    return sorted(set(files))
+
+
+def infer_compression(files: Sequence[str]) -> str:
+    """Returns "GZIP" if every file ends in .gz, "" if none does.
+
+    Raises:
+      ValueError: if some do and some do not.
+    """
+    gzipped = [f.endswith(".gz") for f in files]
+    if all(gzipped):
+        return "GZIP"
+    if not any(gzipped):
+        return ""
+    raise ValueError(
+        "Some files end in .gz and some do not; pass compression= explicitly or "
+        f"read them separately: {files[gzipped.index(True)]}, {files[gzipped.index(False)]}."
+    )
+
+
+def _check_compression(compression: str | None, files: Sequence[str]) -> str:
+    if compression is None:
+        return infer_compression(files)
+    compression = compression.upper()
+    if compression == "NONE":
+        return ""
+    if compression not in COMPRESSION_TYPES:
+        raise ValueError(
+            f"compression must be GZIP, ZLIB, NONE or None (inferred), got {compression!r}."
+        )
+    return compression
+
+
+def _default_device() -> str | None:
+    # Under a multi-replica strategy Keras distributes the dataset and fetches
+    # each replica's batches onto its device itself; a dataset already on a GPU
+    # cannot be split.
+    if tf.distribute.has_strategy() and tf.distribute.get_strategy().num_replicas_in_sync > 1:
+        return None
+    gpus = tf.config.list_logical_devices("GPU")
+    return gpus[0].name if gpus else None
+
+
+def make_dataset(
+    file_pattern: str | Sequence[str],
+    feature_spec: FeatureSpec,
+    batch_size: int,
+    *,
+    training: bool = True,
+    label_key: str | None = None,
+    compression: str | None = None,
+    num_epochs: int | None = None,
+    cache: str | None = None,
+    shuffle_buffer_size: int | None = None,
+    drop_remainder: bool = False,
+    seed: int | None = None,
+    device: str | None = AUTO,
+) -> tf.data.Dataset:
+    """Returns a dataset of parsed batches read from TFRecord shards.
+
+    Args:
+      file_pattern: a glob pattern or a list of them (local, gs://, s3://).
+      feature_spec: feature name → tf.io.FixedLenFeature / VarLenFeature /
+        RaggedFeature, as ``tf.io.parse_example`` takes it.
+      batch_size: examples per batch (the global batch under a distribution
+        strategy).
+      training: True: shard order reshuffled each epoch, records shuffled,
+        parallel stages free to deliver out of order (faster). False: every
+        pass yields the same batches in the same order.
+      label_key: if given, elements are ``(features, label)`` with the label
+        taken out of the features; otherwise the features dict alone.
+      compression: "GZIP", "ZLIB" or "NONE"; None infers it from the file
+        names (.gz is GZIP).
+      num_epochs: passes over the data; None repeats forever (give Keras
+        ``steps_per_epoch``).
+      cache: None: no cache, every epoch reads and parses again. "memory":
+        keep the parsed batches in memory after the first pass (for data
+        that fits). Any other string: a file path prefix on fast local disk
+        for a cache that outlives memory; it must not hold a cache of other
+        data. The first pass must run to its end for the cache to be kept.
+      shuffle_buffer_size: serialized records in the training shuffle buffer;
+        None: 8 batches. Bigger mixes better and costs memory.
+      drop_remainder: drop the last, smaller batch of each pass (static batch
+        shape, e.g. for XLA or TPUs).
+      seed: seeds the shuffles, for a reproducible training order.
+      device: where to prefetch batches: "auto" prefetches onto the first GPU
+        when one is visible and no multi-replica strategy is active (Keras
+        then distributes the dataset itself); None keeps them on the host;
+        or a device name such as "/GPU:0".
+
+    Returns:
+      A ``tf.data.Dataset`` of feature dicts, or ``(features, label)`` pairs.
+
+    Raises:
+      ValueError: if the pattern is empty or matches no file, the compression
+        is unknown or cannot be inferred, batch_size or num_epochs is below 1,
+        or label_key is not in feature_spec.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
+    if num_epochs is not None and num_epochs < 1:
+        raise ValueError(f"num_epochs must be at least 1 or None (forever), got {num_epochs}.")
+    if label_key is not None and label_key not in feature_spec:
+        raise ValueError(
+            f"label_key {label_key!r} is not in the feature spec; it has: "
+            f"{', '.join(sorted(feature_spec))}."
+        )
+    files = list_files(file_pattern)
+    compression_type = _check_compression(compression, files)
+    spec = dict(feature_spec)
+
+    dataset = tf.data.Dataset.from_tensor_slices(files)
+    if training:
+        dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    if not cache:
+        # Repeating the file list keeps the readers busy across epoch boundaries.
+        dataset = dataset.repeat(num_epochs)
+    dataset = dataset.interleave(
+        lambda path: tf.data.TFRecordDataset(path, compression_type=compression_type),
+        cycle_length=min(len(files), MAX_PARALLEL_READS),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=not training,
+    )
+    if training:
+        dataset = dataset.shuffle(shuffle_buffer_size or 8 * batch_size, seed=seed)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    dataset = dataset.map(
+        lambda serialized: _parse(serialized, spec, label_key),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=not training,
+    )
+    if cache:
+        dataset = dataset.cache("" if cache == "memory" else _cache_path(cache))
+        if training:
+            dataset = dataset.shuffle(
+                CACHED_BATCH_SHUFFLE_WINDOW, seed=seed, reshuffle_each_iteration=True
+            )
+        dataset = dataset.repeat(num_epochs)
+    dataset = dataset.prefetch(tf.data.AUTOTUNE)
+    target = _default_device() if device == AUTO else device
+    if target:
+        dataset = dataset.apply(tf.data.experimental.prefetch_to_device(target))
+    return dataset
+
+
+def _parse(serialized: tf.Tensor, spec: dict, label_key: str | None):
+    features = tf.io.parse_example(serialized, spec)
+    if label_key is None:
+        return features
+    label = features.pop(label_key)
+    return features, label
+
+
+def _cache_path(prefix: str) -> str:
+    folder = os.path.dirname(prefix)
+    if folder:
+        tf.io.gfile.makedirs(folder)
+    return prefix
+
+
+def feature_spec_from_schema(schema) -> dict:
+    """Returns the ``tf.io.parse_example`` spec a TFX/TFMD schema describes.
+
+    Args:
+      schema: a ``tensorflow_metadata`` Schema proto, or the path of a
+        schema.pbtxt (as SchemaGen and ImportSchemaGen write it).
+    """
+    from google.protobuf import text_format
+    from tensorflow_metadata.proto.v0 import schema_pb2
+    from tensorflow_transform.tf_metadata import schema_utils
+
+    if isinstance(schema, str):
+        with tf.io.gfile.GFile(schema) as f:
+            schema = text_format.Parse(f.read(), schema_pb2.Schema())
+    return schema_utils.schema_as_feature_spec(schema).feature_spec

@@ -1,0 +1,149 @@
+"""Input stall: the share of training time spent waiting for the next batch.
+
+It answers the question every GPU run should answer: is it input-bound (the
+accelerator waits for the CPU's tf.data pipeline) or compute-bound? Near 0:
+compute-bound, a faster input pipeline would not help. Well above 0: the
+input pipeline is the bottleneck (more parallel reads or parse threads,
+caching, fewer features, or more CPU on the node).
+
+How it is measured, on the host, per step: the time from Keras asking for
+the step (just before the iterator's ``get_next``) to the batch's arrival is
+waiting; from the batch's arrival to the step's outputs is computing. The
+share is the summed waiting over the summed step time, per epoch, for
+training (``input_stall``) and validation (``val_input_stall``). On a GPU the
+host runs ahead of the device until the device's queue is full, so a
+compute-bound run shows a share near 0, and an input-bound one the share of
+time the device sat idle.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+import tensorflow as tf
+
+METRIC_NAME = "input_stall"
+REPORT_FILE = "input_stall.json"
+# Above this share a run is reported as input-bound.
+INPUT_BOUND_SHARE = 0.10
+
+
+class InputStall(tf.keras.metrics.Metric):
+    """Share of step time spent waiting for the next batch (0..1)."""
+
+    def __init__(self, name: str = METRIC_NAME, **kwargs):
+        super().__init__(name=name, dtype=tf.float64, **kwargs)
+        self.waiting = self.add_weight("waiting", initializer="zeros", dtype=tf.float64)
+        self.elapsed = self.add_weight("elapsed", initializer="zeros", dtype=tf.float64)
+        # When the current step was asked for; set outside the replicas, read in each.
+        self.step_start = self.add_weight(
+            "step_start",
+            initializer="zeros",
+            dtype=tf.float64,
+            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+        )
+
+    def start_step(self) -> None:
+        """Stamps the moment a step (or a run of steps) is asked for."""
+        self.step_start.assign(tf.timestamp())
+
+    def update_state(self, batch_ready: tf.Tensor, step_end: tf.Tensor) -> None:
+        """Adds one step: when its batch arrived and when its outputs were ready."""
+        start = self.step_start.read_value()
+        self.waiting.assign_add(batch_ready - start)
+        self.elapsed.assign_add(step_end - start)
+        # With several steps per call, the next step is asked for now.
+        self.step_start.assign(step_end)
+
+    def result(self) -> tf.Tensor:
+        return tf.math.divide_no_nan(self.waiting, self.elapsed)
+
+
+class InputStallModel(tf.keras.Model):
+    """A Keras model (build it like a functional one) that reports its input stall.
+
+    ``fit`` and ``evaluate`` report ``input_stall`` (training) and
+    ``val_input_stall`` (validation) beside the other metrics, so they reach
+    every callback, the TensorBoard logs included. Export the layers for
+    serving as a plain ``tf.keras.Model(model.inputs, model.outputs)``: the
+    metric is training instrumentation, not part of the model.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.input_stall = InputStall()
+
+    def make_train_function(self, force=False):
+        if self.train_function is not None and not force:
+            return self.train_function
+        self.train_function = self._stamped(super().make_train_function(force=True))
+        return self.train_function
+
+    def make_test_function(self, force=False):
+        if self.test_function is not None and not force:
+            return self.test_function
+        self.test_function = self._stamped(super().make_test_function(force=True))
+        return self.test_function
+
+    def _stamped(self, function):
+        if self._cluster_coordinator:
+            return function  # Steps run on remote workers; there is no host wait to stamp.
+
+        def stamped(iterator):
+            self.input_stall.start_step()
+            return function(iterator)
+
+        return stamped if self.run_eagerly else tf.function(stamped, reduce_retracing=True)
+
+    def train_step(self, data):
+        return self._timed(super().train_step, data)
+
+    def test_step(self, data):
+        return self._timed(super().test_step, data)
+
+    def _timed(self, step, data):
+        # Explicit dependencies: the stamps are taken after the batch arrived
+        # and after the step's outputs exist, whatever the graph's op order.
+        with tf.control_dependencies(tf.nest.flatten(data)):
+            batch_ready = tf.timestamp()
+        with tf.control_dependencies([batch_ready]):
+            logs = step(data)
+        with tf.control_dependencies(tf.nest.flatten(logs)):
+            step_end = tf.timestamp()
+        self.input_stall.update_state(batch_ready, step_end)
+        return {**logs, METRIC_NAME: self.input_stall.result()}
+
+
+def verdict(share: float) -> str:
+    """Says what an input-stall share means for the run."""
+    return "input-bound" if share > INPUT_BOUND_SHARE else "compute-bound"
+
+
+class InputStallReport(tf.keras.callbacks.Callback):
+    """Logs each epoch's input stall and writes them all to ``<output_dir>/input_stall.json``."""
+
+    def __init__(self, output_dir: str):
+        super().__init__()
+        self._path = os.path.join(output_dir, REPORT_FILE)
+        self._epochs: list[dict] = []
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        logs = logs or {}
+        if METRIC_NAME not in logs:
+            return
+        share = float(logs[METRIC_NAME])
+        entry = {"epoch": epoch, METRIC_NAME: share, "verdict": verdict(share)}
+        if f"val_{METRIC_NAME}" in logs:
+            entry[f"val_{METRIC_NAME}"] = float(logs[f"val_{METRIC_NAME}"])
+        self._epochs.append(entry)
+        logging.info(
+            "Epoch %d: %.1f%% of step time waiting for input (%s).",
+            epoch + 1,
+            100 * share,
+            entry["verdict"],
+        )
+        tf.io.gfile.makedirs(os.path.dirname(self._path))
+        with tf.io.gfile.GFile(self._path, "w") as f:
+            json.dump({"epochs": self._epochs, "input_bound_above": INPUT_BOUND_SHARE}, f, indent=2)
