@@ -20,9 +20,6 @@ DEFAULT_LABEL = "species"
 SCHEMAS_DIR = _REPO_ROOT / "schemas"
 
 
-_CACHE_MODES = ("auto", "none", "memory")
-
-
 class UsageError(Exception):
     """A bad command-line argument; printed as one line, exit status 2."""
 
@@ -129,7 +126,7 @@ def _resolve_schema(args: argparse.Namespace, dataset: str) -> str | None:
 def _config(args: argparse.Namespace, serving_dir: str | None = None):
     """Validates the task arguments and returns a PipelineConfig."""
     from components.task import Task
-    from components.trainer.options import TrainingOptions
+    from components.trainer.options import CACHE_MODES, TrainingOptions
     from pipelines import csv_source
     from pipelines.config import EvaluationThresholds, PipelineConfig
 
@@ -158,7 +155,7 @@ def _config(args: argparse.Namespace, serving_dir: str | None = None):
         ),
         training=TrainingOptions(
             batch_size=args.batch_size,
-            cache=args.cache if args.cache in _CACHE_MODES else os.path.abspath(args.cache),
+            cache=args.cache if args.cache in CACHE_MODES else os.path.abspath(args.cache),
             mixed_precision=args.mixed_precision,
         ),
     )

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 
 import tensorflow_model_analysis as tfma
 from ml_metadata import metadata_store
 from tfx import v1 as tfx
+
+from components.trainer.input_stall import last_epoch_share
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,17 +53,6 @@ def _overall_metrics(evaluation_uri: str) -> dict[str, float]:
     return metrics
 
 
-def _last_input_stall(model_run_uri: str) -> float | None:
-    from components.trainer.input_stall import METRIC_NAME, REPORT_FILE
-
-    path = os.path.join(model_run_uri, REPORT_FILE)
-    if not os.path.isfile(path):
-        return None
-    with open(path) as f:
-        epochs = json.load(f)["epochs"]
-    return epochs[-1][METRIC_NAME] if epochs else None
-
-
 def summarize_run(metadata_path: str) -> RunSummary:
     """Reads the latest run's model, blessing, push and metrics from ML Metadata.
 
@@ -87,5 +76,5 @@ def summarize_run(metadata_path: str) -> RunSummary:
         evaluation=evaluation.uri,
         metrics=_overall_metrics(evaluation.uri),
         model_run=model_run.uri,
-        input_stall=_last_input_stall(model_run.uri),
+        input_stall=last_epoch_share(model_run.uri),
     )

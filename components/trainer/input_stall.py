@@ -121,6 +121,19 @@ def verdict(share: float) -> str:
     return "input-bound" if share > INPUT_BOUND_SHARE else "compute-bound"
 
 
+def last_epoch_share(output_dir: str) -> float | None:
+    """Returns the last epoch's input stall from an ``InputStallReport`` in output_dir.
+
+    None if there is no report (or it holds no epoch).
+    """
+    path = os.path.join(output_dir, REPORT_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as f:
+        epochs = json.load(f)["epochs"]
+    return epochs[-1][METRIC_NAME] if epochs else None
+
+
 class InputStallReport(tf.keras.callbacks.Callback):
     """Logs each epoch's input stall and writes them all to ``<output_dir>/input_stall.json``."""
 

@@ -12,6 +12,8 @@ CUSTOM_CONFIG_KEY = "training"
 CACHE_AUTO = "auto"
 CACHE_NONE = "none"
 CACHE_MEMORY = "memory"
+# The cache settings that are not a folder.
+CACHE_MODES = (CACHE_AUTO, CACHE_NONE, CACHE_MEMORY)
 # "auto" caches the transformed train split in memory when its files take
 # less than this on disk (parsed tensors take several times more).
 AUTO_CACHE_MAX_FILE_BYTES = 100 * 1024 * 1024
