@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
+import yaml
+from google.protobuf import json_format
 from tfx import v1 as tfx
+from tfx.dsl.io import fileio
 
 from pipelines.config import PipelineConfig
 from pipelines.pipeline import TRAINER_ID, create_pipeline
+from pipelines.platform_spec import TaskPlacement, platform_spec
 from pipelines.trainer_resources import TrainerResources
 
-# The image every component runs in; the project is installed in it.
+# The images the components run in (docker/Dockerfile's cpu and gpu targets).
 DEFAULT_IMAGE = "ghcr.io/tfrecord-pipelines/tfrecord-pipelines:0.1.0"
+DEFAULT_TRAINER_IMAGE = "ghcr.io/tfrecord-pipelines/tfrecord-pipelines:0.1.0-gpu"
+# Every executor starts through the project's entry point, which repairs what
+# KFP's open-source driver leaves out of the executor input before handing it to TFX.
+EXECUTOR_COMMAND = ["python", "-m", "pipelines.kfp_executor"]
+# TFX's key for the image of components not named in a per-component image map.
+_DEFAULT_IMAGE_KEY = "default_image_path"
 # The YAML carries no pipeline root: KFP takes it when the run is created.
 # TFX still wants one to build the pipeline object.
 _PIPELINE_ROOT_SET_AT_SUBMISSION = "pipeline-root-set-at-submission"
@@ -21,10 +32,15 @@ def compile_for_kubeflow(
     config: PipelineConfig,
     output_file: str,
     image: str = DEFAULT_IMAGE,
+    trainer_image: str = DEFAULT_TRAINER_IMAGE,
     trainer_resources: TrainerResources | None = None,
+    placements: Mapping[str, TaskPlacement] | None = None,
 ) -> str:
-    """Writes the pipeline as a KFP v2 PipelineSpec (schema 2.1.0) YAML file.
+    """Writes the pipeline as a KFP v2 YAML file: PipelineSpec, then PlatformSpec.
 
+    The first document is TFX's PipelineSpec (schema 2.1.0); the second, written
+    only when a placement is given, holds the Kubernetes settings TFX cannot
+    express (node selectors, tolerations, volume mounts), keyed by executor label.
     The build has no Resolver node: KFP's open-source backend does not
     implement it, so the Evaluator has no baseline and applies only its value
     thresholds.
@@ -34,8 +50,10 @@ def compile_for_kubeflow(
         cluster's pods (a bucket URI or a mounted volume).
       output_file: the YAML file to write; must end in .yaml or .yml.
       image: the container image the components run in.
+      trainer_image: the Trainer's image (the GPU build).
       trainer_resources: the Trainer's GPUs, CPU and memory limits; None:
         the defaults (one nvidia.com/gpu).
+      placements: node selectors, tolerations and volumes by component id.
 
     Returns:
       output_file.
@@ -49,14 +67,30 @@ def compile_for_kubeflow(
         config, _PIPELINE_ROOT_SET_AT_SUBMISSION, compare_to_latest_blessed=False
     )
     resources = trainer_resources or TrainerResources()
-    trainer = next(c for c in pipeline.components if c.id == TRAINER_ID)
-    trainer.with_platform_config(resources.to_resource_spec())
+    resource_spec = resources.to_resource_spec()
+    if resource_spec.ByteSize():  # an empty spec would still write `resources: {}`
+        trainer = next(c for c in pipeline.components if c.id == TRAINER_ID)
+        trainer.with_platform_config(resource_spec)
     runner = tfx.orchestration.experimental.KubeflowV2DagRunner(
         config=tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(
-            default_image=image, use_pipeline_spec_2_1=True
+            default_image={_DEFAULT_IMAGE_KEY: image, TRAINER_ID: trainer_image},
+            default_commands=EXECUTOR_COMMAND,
+            use_pipeline_spec_2_1=True,
         ),
         output_dir=os.path.dirname(os.path.abspath(output_file)),
         output_filename=os.path.basename(output_file),
     )
     runner.run(pipeline, write_out=True)
+    if placements:
+        _append_platform_spec(output_file, placements)
     return output_file
+
+
+def _append_platform_spec(output_file: str, placements: Mapping[str, TaskPlacement]) -> None:
+    with fileio.open(output_file) as f:
+        text = f.read()
+    platforms = json_format.MessageToDict(platform_spec(yaml.safe_load(text), placements))
+    if not platforms:
+        return
+    with fileio.open(output_file, "w") as f:
+        f.write(text + "---\n" + yaml.safe_dump(platforms, sort_keys=True))

@@ -20,6 +20,7 @@ PREPROCESSING_FN = "components.transform.preprocessing.preprocessing_fn"
 RUN_FN = "components.trainer.run.run_fn"
 CSV_PATTERN = "*.csv"
 TRAINER_ID = "Trainer"
+PUSHER_ID = "Pusher"
 
 
 def _latest_blessed_model() -> tfx.dsl.Resolver:
@@ -116,7 +117,7 @@ def create_pipeline(
         push_destination=tfx.proto.PushDestination(
             filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.serving_dir)
         ),
-    )
+    ).with_id(PUSHER_ID)
     components += [evaluator, pusher]
     return tfx.dsl.Pipeline(
         pipeline_name=config.name,

@@ -4,6 +4,7 @@ import pytest
 import yaml
 from google.protobuf import json_format
 from kfp.client import client as kfp_client
+from kfp.kubernetes import kubernetes_executor_config_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from conftest import run_cli
@@ -29,6 +30,10 @@ def compiled(tmp_path_factory):
         str(output),
         "--image",
         "registry.example/tp:1",
+        "--trainer-image",
+        "registry.example/tp:1-gpu",
+        "--trainer-volume",
+        "tf-cache:/cache",
         "--gpus",
         "2",
         "--trainer-cpu",
@@ -41,11 +46,23 @@ def compiled(tmp_path_factory):
     return output
 
 
+def _pipeline_spec(compiled) -> dict:
+    return next(yaml.safe_load_all(compiled.read_text()))
+
+
+def _platform_executors(compiled) -> dict:
+    documents = list(yaml.safe_load_all(compiled.read_text()))
+    assert len(documents) == 2
+    return documents[1]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+
+
 def test_spec_parses_with_kfp_into_pipeline_spec(compiled):
     # kfp.Client's own loader: the same parse upload_pipeline and create_run do.
-    spec = kfp_client._extract_pipeline_yaml(str(compiled)).pipeline_spec
+    loaded = kfp_client._extract_pipeline_yaml(str(compiled))
+    spec = loaded.pipeline_spec
+    assert "Trainer_executor" in str(loaded.platform_spec)
     # And a strict parse of the raw document (unknown fields are errors).
-    json_format.ParseDict(yaml.safe_load(compiled.read_text()), pipeline_spec_pb2.PipelineSpec())
+    json_format.ParseDict(_pipeline_spec(compiled), pipeline_spec_pb2.PipelineSpec())
     # What KFP's API server checks on upload (backend/src/apiserver/template/v2_template.go).
     assert spec.schema_version == "2.1.0"
     assert spec.pipeline_info.name == "penguins"
@@ -55,16 +72,22 @@ def test_spec_parses_with_kfp_into_pipeline_spec(compiled):
 def test_no_resolver_node(compiled):
     text = compiled.read_text()
     assert "resolver" not in text.lower()
-    spec = yaml.safe_load(text)
+    spec = _pipeline_spec(compiled)
     for executor in spec["deploymentSpec"]["executors"].values():
         assert "resolver" not in executor, executor
 
 
-def test_components_run_in_the_given_image_with_the_project_entry_points(compiled):
-    spec = yaml.safe_load(compiled.read_text())
+def test_components_run_in_the_given_images_with_the_project_entry_points(compiled):
+    spec = _pipeline_spec(compiled)
     executors = spec["deploymentSpec"]["executors"]
-    images = {e["container"]["image"] for e in executors.values() if "container" in e}
-    assert images == {"registry.example/tp:1"}
+    containers = {label: e["container"] for label, e in executors.items()}
+    assert containers["Trainer_executor"]["image"] == "registry.example/tp:1-gpu"
+    assert {c["image"] for label, c in containers.items() if label != "Trainer_executor"} == {
+        "registry.example/tp:1"
+    }
+    assert {tuple(c["command"]) for c in containers.values()} == {
+        ("python", "-m", "pipelines.kfp_executor")
+    }
     transform = spec["root"]["dag"]["tasks"]["Transform"]["inputs"]["parameters"]
     trainer = spec["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"]
     assert "components.transform.preprocessing.preprocessing_fn" in str(transform)
@@ -86,7 +109,7 @@ def _executor(spec: dict, task: str) -> dict:
 
 
 def test_the_trainer_asks_for_its_gpus_cpu_and_memory(compiled):
-    spec = yaml.safe_load(compiled.read_text())
+    spec = _pipeline_spec(compiled)
     resources = _executor(spec, "Trainer")["container"]["resources"]
     assert resources["accelerator"] == {
         "type": "nvidia.com/gpu",
@@ -103,9 +126,57 @@ def test_the_trainer_asks_for_its_gpus_cpu_and_memory(compiled):
 
 
 def test_training_options_reach_the_trainer(compiled):
-    spec = yaml.safe_load(compiled.read_text())
+    spec = _pipeline_spec(compiled)
     trainer = str(spec["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"])
     assert '"training": {"batch_size": 64' in trainer.replace("\\", "")
+
+
+def test_platform_spec_places_the_trainer_on_gpu_nodes_and_mounts_volumes(compiled):
+    executors = _platform_executors(compiled)
+    spec = _pipeline_spec(compiled)
+    assert set(executors) == {"Trainer_executor", "Pusher_executor"}
+    assert set(executors) <= set(spec["deploymentSpec"]["executors"])
+    configs = {}
+    for label, config in executors.items():
+        configs[label] = json_format.ParseDict(
+            config, kubernetes_executor_config_pb2.KubernetesExecutorConfig()
+        )
+    trainer = configs["Trainer_executor"]
+    assert dict(trainer.node_selector.labels) == {"nvidia.com/gpu.present": "true"}
+    assert [(t.key, t.operator, t.effect) for t in trainer.tolerations] == [
+        ("nvidia.com/gpu", "Exists", "NoSchedule")
+    ]
+    assert [(m.constant, m.mount_path) for m in trainer.pvc_mount] == [("tf-cache", "/cache")]
+    assert trainer.pvc_mount[0].pvc_name_parameter.runtime_value.constant.string_value == (
+        "tf-cache"
+    )
+    pusher = configs["Pusher_executor"]
+    # The default serving dir is /pipeline/serving_model/<name>, on k8s/'s claim.
+    assert [(m.constant, m.mount_path) for m in pusher.pvc_mount] == [
+        ("tfrecord-pipelines-serving", "/pipeline/serving_model")
+    ]
+    assert not pusher.tolerations and not pusher.node_selector.labels
+
+
+def test_cpu_training_with_a_bucket_serving_dir_needs_no_platform_spec(tmp_path):
+    output = tmp_path / "cpu.yaml"
+    result = run_cli(
+        "compile",
+        "--output",
+        str(output),
+        "--image",
+        "registry.example/tp:1",
+        "--gpus",
+        "0",
+        "--serving-dir",
+        "gs://bucket/models/penguins",
+    )
+    assert result.returncode == 0, result.stderr
+    documents = list(yaml.safe_load_all(output.read_text()))
+    assert len(documents) == 1
+    trainer = _executor(documents[0], "Trainer")["container"]
+    assert trainer["image"] == "registry.example/tp:1"
+    assert "resources" not in trainer
 
 
 @pytest.mark.parametrize(
@@ -113,6 +184,8 @@ def test_training_options_reach_the_trainer(compiled):
     [
         (["--trainer-memory", "lots"], "Trainer memory 'lots' is not a positive Kubernetes"),
         (["--gpus", "-1"], "gpus must be 0 or more, got -1."),
+        (["--gpu-toleration", "nvidia.com/gpu"], "Toleration 'nvidia.com/gpu' must be KEY"),
+        (["--trainer-volume", "data"], "Volume 'data' must be CLAIM:/mount/path"),
     ],
 )
 def test_bad_trainer_resources_are_one_line_errors(flags, message, tmp_path):

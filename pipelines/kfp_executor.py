@@ -1,0 +1,290 @@
+"""Container entry point for TFX executors on Kubeflow Pipelines v2 open source.
+
+``python -m pipelines.kfp_executor`` takes the arguments of TFX's own entry
+point (``tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor``):
+``--executor_class_path``, ``--json_serialized_invocation_args`` (the
+ExecutorInput JSON that KFP substitutes for ``{{$}}``),
+``--json_serialized_inputs_spec_args`` and Beam flags. It repairs what the
+open-source backend hands over differently from Vertex AI, then runs TFX's
+entry point in the same process:
+
+- Input artifacts arrive with an empty ``type.instanceSchema``: the KFP driver
+  reads upstream outputs from ML Metadata without their schema (``Schema: ""``
+  in ``GetOutputArtifactsByExecutionId``), and TFX fails parsing ``""`` for the
+  artifact class. The type is taken from the component's inputs spec.
+- Custom artifact types are titled by TYPE_NAME (``tfrecord_pipelines.Quarantine``),
+  which TFX imports as if it were a class path. Titles of this project's
+  types are rewritten to their class paths.
+- The backend ignores ``lifecycle.preCacheCheck``, where TFX puts the
+  file-based ExampleGen driver; ShardedExampleGen gets no such hook at all.
+  For an ExampleGen executor with an ``input_base``, TFX's KFP v2 driver runs
+  first, as on Vertex AI: it resolves ``{SPAN}``/``{VERSION}`` patterns and sets
+  span, version and input fingerprint.
+- The KFP launcher downloads input artifacts to, and uploads output artifacts
+  from, local paths: ``s3://b/k`` is ``/s3/b/k`` and ``minio://b/k`` is
+  ``/minio/b/k``. TensorFlow has no file system for those schemes, so their
+  URIs are pointed at the local paths while the executor runs, and the
+  executor output names the remote URIs again, as the launcher records them.
+  ``gs://`` stays remote: TensorFlow reads and writes it directly.
+- The ``executor-logs`` output that the driver adds for published logs is
+  hidden from TFX, which cannot import its ``system.Artifact`` type.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+
+import yaml
+from google.protobuf import json_format
+from kfp.pipeline_spec import pipeline_spec_pb2
+
+# Remote URI prefix -> local path prefix, as KFP's launcher maps them
+# (backend/src/v2/component/launcher_v2.go, LocalPathForURI).
+LAUNCHER_LOCAL_MOUNTS = {"s3://": "/s3/", "minio://": "/minio/"}
+_INPUT_BASE_KEY = "input_base"
+# The output the KFP driver adds when it publishes logs (driver provisionOutputs);
+# it is typed system.Artifact, which TFX cannot import.
+_LAUNCHER_LOG_OUTPUT = "executor-logs"
+
+
+def _type_title(type_schema: pipeline_spec_pb2.ArtifactTypeSchema) -> str:
+    """The schema title of an artifact type; "" when it has none."""
+    kind = type_schema.WhichOneof("kind")
+    if kind == "schema_title":
+        return type_schema.schema_title
+    if kind == "instance_schema":
+        data = yaml.safe_load(type_schema.instance_schema)
+        return str(data.get("title", "")) if isinstance(data, dict) else ""
+    return ""
+
+
+def _artifacts(
+    artifact_lists: Mapping[str, pipeline_spec_pb2.ArtifactList],
+) -> Iterator[tuple[str, pipeline_spec_pb2.RuntimeArtifact]]:
+    for name, artifact_list in artifact_lists.items():
+        for artifact in artifact_list.artifacts:
+            yield name, artifact
+
+
+def repair_executor_input(
+    executor_input: pipeline_spec_pb2.ExecutorInput,
+    inputs_spec: pipeline_spec_pb2.ComponentInputsSpec | None,
+    class_paths: Mapping[str, str],
+) -> pipeline_spec_pb2.ExecutorInput:
+    """Gives every artifact a type that TFX's entry point resolves to its class.
+
+    Args:
+      executor_input: the ExecutorInput as KFP's driver built it.
+      inputs_spec: the component's inputs spec (its
+        ``--json_serialized_inputs_spec_args``); it types untyped inputs.
+      class_paths: schema title -> import path of the artifact class, for
+        custom types whose title is not a class path.
+
+    Returns:
+      A repaired copy without the launcher's ``executor-logs`` output;
+      executor_input is left unchanged.
+
+    Raises:
+      ValueError: if an artifact has no type and the inputs spec has none for it.
+    """
+    repaired = pipeline_spec_pb2.ExecutorInput()
+    repaired.CopyFrom(executor_input)
+    for name, artifact in _artifacts(repaired.inputs.artifacts):
+        if _type_title(artifact.type):
+            continue
+        spec_type = (
+            inputs_spec.artifacts[name].artifact_type
+            if inputs_spec is not None and name in inputs_spec.artifacts
+            else None
+        )
+        if spec_type is None or not _type_title(spec_type):
+            raise ValueError(
+                f"Input artifact {name!r} has no type and the component inputs spec gives "
+                "none; compile the pipeline with this project so that the container args "
+                "carry --json_serialized_inputs_spec_args."
+            )
+        artifact.type.CopyFrom(spec_type)
+    if _LAUNCHER_LOG_OUTPUT in repaired.outputs.artifacts:
+        # The launcher's own log file, not an output of the component.
+        del repaired.outputs.artifacts[_LAUNCHER_LOG_OUTPUT]
+    for name, artifact in _artifacts(repaired.outputs.artifacts):
+        if not _type_title(artifact.type):
+            raise ValueError(
+                f"Output artifact {name!r} has no type; the driver copies it from the "
+                "component's outputDefinitions, so recompile the pipeline."
+            )
+    for _, artifact in [
+        *_artifacts(repaired.inputs.artifacts),
+        *_artifacts(repaired.outputs.artifacts),
+    ]:
+        class_path = class_paths.get(_type_title(artifact.type))
+        if class_path:
+            # TFX imports a title it does not know as a class path.
+            artifact.type.Clear()
+            artifact.type.schema_title = class_path
+    return repaired
+
+
+def localize_artifact_uris(executor_input: pipeline_spec_pb2.ExecutorInput) -> dict[str, str]:
+    """Points s3:// and minio:// artifact URIs at the launcher's local copies, in place.
+
+    Args:
+      executor_input: the ExecutorInput to rewrite.
+
+    Returns:
+      Local path -> the remote URI it replaced.
+    """
+    local_to_remote = {}
+    for _, artifact in [
+        *_artifacts(executor_input.inputs.artifacts),
+        *_artifacts(executor_input.outputs.artifacts),
+    ]:
+        for remote_prefix, local_prefix in LAUNCHER_LOCAL_MOUNTS.items():
+            if artifact.uri.startswith(remote_prefix):
+                local = local_prefix + artifact.uri[len(remote_prefix) :]
+                local_to_remote[local] = artifact.uri
+                artifact.uri = local
+    return local_to_remote
+
+
+def restore_remote_uris(
+    executor_output: pipeline_spec_pb2.ExecutorOutput, local_to_remote: Mapping[str, str]
+) -> None:
+    """Puts the remote URIs back into the executor output, in place.
+
+    The launcher copies output URIs from this file into ML Metadata and uploads
+    from the local path of the URI it ends up with, so it must see the remote one.
+    """
+    for _, artifact in _artifacts(executor_output.artifacts):
+        artifact.uri = local_to_remote.get(artifact.uri, artifact.uri)
+
+
+def project_artifact_class_paths() -> dict[str, str]:
+    """Schema title -> class path of this project's custom artifact types."""
+    from components.example_gen.component import Quarantine
+
+    return {Quarantine.TYPE_NAME: f"{Quarantine.__module__}.{Quarantine.__qualname__}"}
+
+
+def _make_local_output_dirs(executor_input: pipeline_spec_pb2.ExecutorInput) -> None:
+    """Creates local output artifact folders, as TFX's own launchers do before Do."""
+    from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils
+    from tfx.orchestration.portable import outputs_utils
+
+    outputs = kubeflow_v2_entrypoint_utils.parse_raw_artifact_dict(executor_input.outputs.artifacts)
+    local = {
+        name: [a for a in artifacts if "://" not in a.uri] for name, artifacts in outputs.items()
+    }
+    outputs_utils.make_output_dirs(local)
+
+
+def _run_example_gen_driver(
+    executor_input: pipeline_spec_pb2.ExecutorInput, inputs_spec_json: str | None
+) -> None:
+    """Runs TFX's file-based ExampleGen driver, as Vertex AI's preCacheCheck would.
+
+    The driver writes span, version, input fingerprint and the resolved
+    input_config into the executor output file, which TFX's entry point reads
+    as exec properties; its Examples metadata is copied into executor_input.
+    """
+    from tfx.dsl.io import fileio
+    from tfx.orchestration.kubeflow.v2.file_based_example_gen import driver
+
+    driver.main(
+        argparse.Namespace(
+            json_serialized_invocation_args=json_format.MessageToJson(executor_input),
+            json_serialized_inputs_spec_args=inputs_spec_json,
+        )
+    )
+    driver_output = pipeline_spec_pb2.ExecutorOutput()
+    with fileio.open(executor_input.outputs.output_file, "r") as f:
+        json_format.Parse(f.read(), driver_output, ignore_unknown_fields=True)
+    for name, artifact_list in driver_output.artifacts.items():
+        for source, target in zip(
+            artifact_list.artifacts, executor_input.outputs.artifacts[name].artifacts, strict=True
+        ):
+            target.metadata.MergeFrom(source.metadata)
+
+
+def _is_file_based_example_gen(
+    executor_class_path: str, executor_input: pipeline_spec_pb2.ExecutorInput
+) -> bool:
+    from tfx.components.example_gen.base_example_gen_executor import BaseExampleGenExecutor
+    from tfx.utils import import_utils
+
+    executor_class = import_utils.import_class_by_path(executor_class_path)
+    return issubclass(executor_class, BaseExampleGenExecutor) and (
+        _INPUT_BASE_KEY in executor_input.inputs.parameter_values
+    )
+
+
+def _parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    """Parses TFX's entry point flags; the rest are Beam flags. argv[0] is the program."""
+    from absl.flags import argparse_flags
+
+    parser = argparse_flags.ArgumentParser(prog="python -m pipelines.kfp_executor")
+    parser.add_argument("--executor_class_path", required=True)
+    parser.add_argument("--json_serialized_invocation_args", required=True)
+    parser.add_argument("--json_serialized_inputs_spec_args")
+    return parser.parse_known_args(list(argv[1:]))
+
+
+def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
+    """Repairs the ExecutorInput and runs the executor through TFX's entry point.
+
+    Args:
+      parsed: the flags from ``_parse_args`` and the Beam flags.
+    """
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TFX 1.16 needs Keras 2.
+    from tfx.dsl.io import fileio
+    from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
+
+    args, beam_args = parsed
+    executor_input = pipeline_spec_pb2.ExecutorInput()
+    json_format.Parse(
+        args.json_serialized_invocation_args, executor_input, ignore_unknown_fields=True
+    )
+    inputs_spec = None
+    if args.json_serialized_inputs_spec_args:
+        inputs_spec = pipeline_spec_pb2.ComponentInputsSpec()
+        json_format.Parse(
+            args.json_serialized_inputs_spec_args, inputs_spec, ignore_unknown_fields=True
+        )
+    executor_input = repair_executor_input(
+        executor_input, inputs_spec, project_artifact_class_paths()
+    )
+    local_to_remote = localize_artifact_uris(executor_input)
+    _make_local_output_dirs(executor_input)
+    if _is_file_based_example_gen(args.executor_class_path, executor_input):
+        _run_example_gen_driver(executor_input, args.json_serialized_inputs_spec_args)
+
+    repaired_args = argparse.Namespace(
+        **{
+            **vars(args),
+            "json_serialized_invocation_args": json_format.MessageToJson(executor_input),
+        }
+    )
+    kubeflow_v2_run_executor.main((repaired_args, beam_args))
+
+    if local_to_remote:
+        output_file = executor_input.outputs.output_file
+        executor_output = pipeline_spec_pb2.ExecutorOutput()
+        with fileio.open(output_file, "r") as f:
+            json_format.Parse(f.read(), executor_output, ignore_unknown_fields=True)
+        restore_remote_uris(executor_output, local_to_remote)
+        with fileio.open(output_file, "w") as f:
+            f.write(json_format.MessageToJson(executor_output))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Runs the entry point on argv (default: sys.argv), as ``python -m`` does."""
+    from absl import app
+
+    app.run(run, argv=list(argv if argv is not None else sys.argv), flags_parser=_parse_args)
+
+
+if __name__ == "__main__":
+    main()

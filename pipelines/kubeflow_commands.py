@@ -1,0 +1,252 @@
+"""``compile`` and ``submit``: the pipeline as a Kubeflow Pipelines v2 spec, and a run of it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from pipelines.task_arguments import (
+    SCHEMAS_DIR,
+    UsageError,
+    add_task_arguments,
+    check_writable,
+    config_from_args,
+)
+
+# Where docker/Dockerfile installs the project's schemas/ folder.
+IMAGE_SCHEMAS_DIR = "/app/schemas"
+# k8s/base creates this claim for pushed models.
+DEFAULT_SERVING_PVC = "tfrecord-pipelines-serving"
+_NONE = "none"
+
+
+def add_parsers(commands) -> None:
+    """Adds the compile and submit sub-commands to the CLI's sub-parsers."""
+    compile_ = commands.add_parser("compile", help="write a Kubeflow Pipelines v2 YAML")
+    add_task_arguments(compile_)
+    add_compile_arguments(compile_)
+
+    from pipelines import submit as submit_lib
+
+    submit = commands.add_parser(
+        "submit", help="compile, then create a run on a Kubeflow Pipelines server"
+    )
+    add_task_arguments(submit)
+    add_compile_arguments(submit)
+    kfp = submit.add_argument_group("Kubeflow Pipelines run")
+    kfp.add_argument(
+        "--host",
+        help=f"KFP API URL, e.g. http://localhost:8080 (default: ${submit_lib.HOST_ENV})",
+    )
+    kfp.add_argument(
+        "--pipeline-root",
+        metavar="URI",
+        help="where the run writes artifacts: gs://, s3:// or minio://BUCKET/root (default: "
+        f"${submit_lib.PIPELINE_ROOT_ENV}, else the namespace's kfp-launcher ConfigMap)",
+    )
+    kfp.add_argument(
+        "--package", metavar="FILE", help="submit this compiled YAML instead of compiling"
+    )
+    kfp.add_argument("--experiment", help="experiment name (default: the pipeline's name)")
+    kfp.add_argument("--run-name", help="run name (default: '<pipeline name> <UTC time>')")
+    kfp.add_argument("--namespace", help="Kubeflow profile namespace (multi-user Kubeflow)")
+    kfp.add_argument(
+        "--service-account",
+        default=submit_lib.DEFAULT_SERVICE_ACCOUNT,
+        help=f"the pods' service account (default: {submit_lib.DEFAULT_SERVICE_ACCOUNT}; "
+        "'' for the server's default)",
+    )
+    kfp.add_argument(
+        "--upload", action="store_true", help="also upload it as a new pipeline version"
+    )
+    kfp.add_argument(
+        "--existing-token",
+        metavar="TOKEN",
+        help=f"bearer token for the API (default: ${submit_lib.TOKEN_ENV})",
+    )
+    kfp.add_argument("--cookies", help="Cookie header, e.g. authservice_session=...")
+    kfp.add_argument("--ssl-ca-cert", metavar="FILE", help="CA bundle of the server")
+    kfp.add_argument(
+        "--insecure-skip-tls-verify", action="store_true", help="skip TLS certificate checks"
+    )
+
+
+def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options that shape the compiled Kubeflow spec (compile and submit share them)."""
+    parser.add_argument("--output", help="YAML file (default: output/kubeflow/<name>.yaml)")
+    parser.add_argument("--image", help="container image of every component but the Trainer")
+    parser.add_argument("--trainer-image", help="the Trainer's container image (the GPU build)")
+    parser.add_argument(
+        "--gpus", type=int, default=1, help="GPUs the Trainer requests (default: 1; 0 for CPU)"
+    )
+    parser.add_argument(
+        "--gpu-resource",
+        default="nvidia.com/gpu",
+        help="Kubernetes resource name of the GPUs (default: nvidia.com/gpu)",
+    )
+    parser.add_argument("--trainer-cpu", help="Trainer CPU limit, e.g. 8 or 7500m")
+    parser.add_argument("--trainer-memory", help="Trainer memory limit, e.g. 32Gi")
+    parser.add_argument(
+        "--gpu-node-selector",
+        action="append",
+        metavar="KEY=VALUE",
+        help="node label the Trainer needs, repeatable; 'none' for no selector "
+        "(default: nvidia.com/gpu.present=true)",
+    )
+    parser.add_argument(
+        "--gpu-toleration",
+        action="append",
+        metavar="KEY[=VALUE]:EFFECT",
+        help="taint the Trainer tolerates, repeatable; 'none' for no toleration "
+        "(default: nvidia.com/gpu:NoSchedule)",
+    )
+    parser.add_argument(
+        "--trainer-volume",
+        action="append",
+        default=[],
+        metavar="CLAIM:/PATH",
+        help="PersistentVolumeClaim to mount into the Trainer, repeatable",
+    )
+    parser.add_argument(
+        "--serving-dir",
+        help="where pods push blessed models (default: /pipeline/serving_model/<name>)",
+    )
+    parser.add_argument(
+        "--serving-pvc",
+        default=DEFAULT_SERVING_PVC,
+        help="PersistentVolumeClaim the Pusher mounts at a local --serving-dir's parent; "
+        f"'none' to mount nothing (default: {DEFAULT_SERVING_PVC}, from k8s/)",
+    )
+
+
+def _placements(args: argparse.Namespace, serving_dir: str) -> dict:
+    """The Trainer's GPU node pool and volumes, and the Pusher's serving volume."""
+    from pipelines import platform_spec
+    from pipelines.pipeline import PUSHER_ID, TRAINER_ID
+
+    def given(values: list[str] | None, default: list[str]) -> list[str]:
+        if values is None:
+            return default
+        return [] if values == [_NONE] else values
+
+    selector = given(
+        args.gpu_node_selector,
+        [f"{k}={v}" for k, v in platform_spec.DEFAULT_GPU_NODE_SELECTOR.items()],
+    )
+    tolerations = given(args.gpu_toleration, [platform_spec.DEFAULT_GPU_TOLERATION])
+    gpu_pool = args.gpus > 0
+    placements = {
+        TRAINER_ID: platform_spec.TaskPlacement(
+            node_selector=platform_spec.parse_node_selector(selector) if gpu_pool else {},
+            tolerations=tuple(map(platform_spec.Toleration.parse, tolerations)) if gpu_pool else (),
+            volumes=tuple(map(platform_spec.VolumeMount.parse, args.trainer_volume)),
+        )
+    }
+    if args.serving_pvc != _NONE and "://" not in serving_dir:
+        placements[PUSHER_ID] = platform_spec.TaskPlacement(
+            volumes=(platform_spec.VolumeMount(args.serving_pvc, os.path.dirname(serving_dir)),)
+        )
+    return placements
+
+
+def _in_image_paths(config):
+    """The config with the bundled schemas at their place in the component image."""
+    import dataclasses
+
+    if config.schema_path and Path(config.schema_path).is_relative_to(SCHEMAS_DIR):
+        relative = Path(config.schema_path).relative_to(SCHEMAS_DIR)
+        config = dataclasses.replace(config, schema_path=f"{IMAGE_SCHEMAS_DIR}/{relative}")
+    return config
+
+
+def run_compile(args: argparse.Namespace) -> str:
+    """Writes the compiled spec; returns its path."""
+    if args.output and not args.output.endswith((".yaml", ".yml")):
+        raise UsageError(f"--output {args.output} must end in .yaml or .yml.")
+    from pipelines.trainer_resources import TrainerResources
+
+    config = _in_image_paths(config_from_args(args, serving_dir=args.serving_dir))
+    resources = TrainerResources(
+        gpus=args.gpus,
+        accelerator=args.gpu_resource,
+        cpu=args.trainer_cpu,
+        memory=args.trainer_memory,
+    )
+    from pipelines import kubeflow_runner
+
+    placements = _placements(args, config.serving_dir)
+    output = args.output or os.path.join("output", "kubeflow", f"{config.name}.yaml")
+    check_writable(os.path.dirname(os.path.abspath(output)))
+    kubeflow_runner.compile_for_kubeflow(
+        config,
+        output,
+        image=args.image or kubeflow_runner.DEFAULT_IMAGE,
+        trainer_image=args.trainer_image
+        or (kubeflow_runner.DEFAULT_TRAINER_IMAGE if args.gpus else args.image)
+        or kubeflow_runner.DEFAULT_IMAGE,
+        trainer_resources=resources,
+        placements=placements,
+    )
+    print(f"Wrote Kubeflow Pipelines v2 spec for {config.name!r} to {os.path.abspath(output)}")
+    if "://" not in config.data_root:
+        print(
+            f"note: pods read --data {config.data_root} at that path: pass a bucket URI "
+            "(gs://...) unless the cluster mounts it there",
+            file=sys.stderr,
+        )
+    return output
+
+
+def run_submit(args: argparse.Namespace) -> None:
+    """Compiles (unless --package is given), then creates a run on a KFP server."""
+    from pipelines import submit
+
+    host = args.host or os.environ.get(submit.HOST_ENV)
+    if not host:
+        raise UsageError(
+            f"--host is required (or set {submit.HOST_ENV}): the Kubeflow Pipelines API URL, "
+            "e.g. http://localhost:8080 after kubectl port-forward -n kubeflow "
+            "svc/ml-pipeline-ui 8080:80."
+        )
+    # None: the run uses its namespace's kfp-launcher defaultPipelineRoot (k8s/).
+    pipeline_root = args.pipeline_root or os.environ.get(submit.PIPELINE_ROOT_ENV) or None
+    if pipeline_root:
+        submit.check_pipeline_root(pipeline_root)
+    connection = submit.KfpConnection(
+        host=host,
+        namespace=args.namespace,
+        existing_token=args.existing_token or os.environ.get(submit.TOKEN_ENV),
+        cookies=args.cookies,
+        ssl_ca_cert=args.ssl_ca_cert,
+        verify_ssl=not args.insecure_skip_tls_verify,
+    )
+    package = args.package or run_compile(args)
+    try:
+        run = submit.submit_run(
+            package,
+            connection=connection,
+            pipeline_root=pipeline_root,
+            experiment=args.experiment,
+            run_name=args.run_name,
+            service_account=args.service_account,
+            upload=args.upload,
+        )
+    except submit.SubmitError as e:
+        # A server failure, not a usage error: one line, exit status 1.
+        if args.verbose:
+            traceback.print_exc()
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
+    print(f"Submitted run {run.run_name!r} of {package} to {connection.host}")
+    print(f"  run id:      {run.run_id}")
+    print(f"  run:         {run.url}")
+    print(f"  experiment:  {run.experiment} ({run.experiment_url})")
+    print(
+        "  root:        "
+        + (run.pipeline_root or "the namespace's default (kfp-launcher's defaultPipelineRoot)")
+    )
+    if run.pipeline_version_url:
+        print(f"  pipeline:    {run.pipeline_version_url}")

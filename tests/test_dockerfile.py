@@ -1,0 +1,275 @@
+"""Static checks of docker/Dockerfile and .dockerignore (no Docker engine is needed).
+
+hadolint lints the Dockerfile; a small parser checks what a lint cannot: the image
+installs from uv.lock, the GPU target alone adds the `gpu` extra, both runtime targets
+run as a numeric non-root user, and every COPY source exists in the build context.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shlex
+import subprocess
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT
+
+DOCKERFILE = REPO_ROOT / "docker" / "Dockerfile"
+DOCKERIGNORE = REPO_ROOT / ".dockerignore"
+HADOLINT = REPO_ROOT / ".venv" / "bin" / "hadolint"
+BASE_IMAGE = re.compile(r"python:3\.11-slim-bookworm(@sha256:[0-9a-f]{64})?")
+TARGETS = ("cpu", "gpu")
+
+
+@dataclass
+class Stage:
+    name: str
+    base: str
+    instructions: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _instructions(text: str) -> list[tuple[str, str]]:
+    """Returns (KEYWORD, arguments) pairs, line continuations joined, comments dropped."""
+    result, pending = [], ""
+    for line in text.splitlines():
+        if line.lstrip().startswith("#") or not line.strip():
+            continue
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        keyword, _, args = (pending + line).strip().partition(" ")
+        result.append((keyword.upper(), args.strip()))
+        pending = ""
+    return result
+
+
+def _stages() -> dict[str, Stage]:
+    stages: dict[str, Stage] = {}
+    for keyword, args in _instructions(DOCKERFILE.read_text()):
+        if keyword == "FROM":
+            base, _, name = args.partition(" AS ")
+            stage = stages.setdefault(name.strip(), Stage(name.strip(), base.strip()))
+        else:
+            stage.instructions.append((keyword, args))
+    return stages
+
+
+STAGES = _stages()
+
+
+def _chain(name: str) -> list[Stage]:
+    """The stage and its ancestors, root first."""
+    chain = [STAGES[name]]
+    while chain[0].base in STAGES:
+        chain.insert(0, STAGES[chain[0].base])
+    return chain
+
+
+def _all(name: str, keyword: str) -> list[str]:
+    return [args for stage in _chain(name) for kw, args in stage.instructions if kw == keyword]
+
+
+def _env(name: str) -> dict[str, str]:
+    """The environment a stage ends with, ${VAR} and $VAR expanded where known."""
+    env: dict[str, str] = {}
+    for args in _all(name, "ENV"):
+        before = dict(env)  # Docker expands with the values from before this ENV.
+        for pair in shlex.split(args):
+            key, _, value = pair.partition("=")
+            env[key] = _expand(value, before)
+    return env
+
+
+def _expand(value: str, env: dict[str, str]) -> str:
+    def lookup(match: re.Match) -> str:
+        return env.get(match.group(1) or match.group(2), match.group(0))
+
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lookup, value)
+
+
+def _copy_args(args: str) -> tuple[dict[str, str], list[str]]:
+    words = shlex.split(args)
+    flags = dict(w[2:].partition("=")[::2] for w in words if w.startswith("--"))
+    return flags, [w for w in words if not w.startswith("--")]
+
+
+def _build_stage(target: str) -> str:
+    """The stage whose /app the runtime target copies."""
+    froms = [_copy_args(a)[0].get("from") for a in _all(target, "COPY")]
+    builds = [f for f in froms if f and f in STAGES and f != "uv"]
+    assert len(builds) == 1, f"{target} copies from {builds}; expected one build stage"
+    return builds[0]
+
+
+def _ignored(path: str) -> bool:
+    """Whether .dockerignore leaves `path` out (Docker: last match wins, parents count)."""
+    excluded = False
+    for line in DOCKERIGNORE.read_text().splitlines():
+        pattern = line.strip()
+        if not pattern or pattern.startswith("#"):
+            continue
+        negate = pattern.startswith("!")
+        pattern = os.path.normpath(pattern.lstrip("!").lstrip("/"))
+        regex = re.escape(pattern).replace(r"\*\*/", "(.*/)?").replace(r"\*\*", ".*")
+        regex = regex.replace(r"\*", "[^/]*").replace(r"\?", "[^/]")
+        regex = re.sub(r"\\\[(.*?)\\\]", r"[\1]", regex)
+        parts = path.split("/")
+        candidates = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        if any(re.fullmatch(regex, c) for c in candidates):
+            excluded = not negate
+    return excluded
+
+
+def _hadolint(dockerfile: Path, config: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HADOLINT_")}
+    command = [str(HADOLINT), "--config", str(config), "--no-color", "--disable-ignore-pragma"]
+    command += ["--failure-threshold", "style", str(dockerfile)]
+    return subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+
+
+@pytest.fixture
+def empty_config(tmp_path: Path) -> Path:
+    # An explicit empty config, so that no user or project config ignores rules.
+    config = tmp_path / "hadolint.yaml"
+    config.write_text("{}\n")
+    return config
+
+
+def test_hadolint_reports_nothing(empty_config: Path) -> None:
+    result = _hadolint(DOCKERFILE, empty_config)
+    assert (result.returncode, result.stdout + result.stderr) == (0, "")
+
+
+def test_hadolint_fails_a_bad_dockerfile(empty_config: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "Dockerfile"
+    bad.write_text("FROM python\nRUN cd /src && pip install tfx\n")
+    result = _hadolint(bad, empty_config)
+    assert result.returncode != 0
+    assert "DL3006" in result.stdout and "DL3003" in result.stdout
+
+
+def test_cpu_is_the_default_target() -> None:
+    assert list(STAGES)[-1] == "cpu"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_runtime_runs_as_numeric_non_root_user(target: str) -> None:
+    users = _all(target, "USER")
+    assert users, f"{target} sets no USER and would run as root"
+    assert users[-1].isdigit() and int(users[-1]) != 0, users[-1]
+    assert not _all(target, "ENTRYPOINT"), "KFP sets the command; an ENTRYPOINT would wrap it"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_runtime_environment(target: str) -> None:
+    assert BASE_IMAGE.fullmatch(_chain(target)[0].base), _chain(target)[0].base
+    env = _env(target)
+    assert env["TF_USE_LEGACY_KERAS"] == "1"
+    assert env["PYTHONUNBUFFERED"] == "1"
+    assert env["PATH"].split(":")[1 if target == "gpu" else 0] == f"{env['VIRTUAL_ENV']}/bin"
+    assert env["VIRTUAL_ENV"] == "/app/.venv", "uv sync in WORKDIR /app creates /app/.venv"
+    assert _env(_build_stage(target))["VIRTUAL_ENV"] == env["VIRTUAL_ENV"]
+
+
+def test_uv_version_matches_makefile() -> None:
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    version = re.search(r"^UV_VERSION := (\S+)", makefile, re.M).group(1)
+    assert STAGES["uv"].base == f"ghcr.io/astral-sh/uv:{version}"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_installs_from_the_lock(target: str) -> None:
+    build = _build_stage(target)
+    steps = [(kw, a) for s in _chain(build) for kw, a in s.instructions if kw in ("COPY", "RUN")]
+    syncs = [i for i, (kw, a) in enumerate(steps) if kw == "RUN" and "uv sync" in a]
+    assert len(syncs) == 2, f"{build}: expected a dependencies sync and a project sync"
+    for i in syncs:
+        words = steps[i][1].split()
+        assert "--frozen" in words and "--no-dev" in words, steps[i][1]
+        extras = [words[j + 1] for j, w in enumerate(words) if w == "--extra"]
+        assert extras == (["gpu"] if target == "gpu" else []), steps[i][1]
+    copied = [(i, _copy_args(a)[1][:-1]) for i, (kw, a) in enumerate(steps) if kw == "COPY"]
+    lock_at = next(i for i, srcs in copied if "uv.lock" in srcs and "pyproject.toml" in srcs)
+    source_at = next(i for i, srcs in copied if "components/" in srcs)
+    assert lock_at < syncs[0] < source_at < syncs[1]
+    assert "--no-install-project" in steps[syncs[0]][1]
+
+
+def test_gpu_extra_is_tensorflow_with_cuda_in_the_lock() -> None:
+    lock = tomllib.loads((REPO_ROOT / "uv.lock").read_text())
+    project = next(p for p in lock["package"] if p["name"] == "tfrecord-pipelines")
+    assert project["optional-dependencies"]["gpu"] == [
+        {"name": "tensorflow", "extra": ["and-cuda"]}
+    ]
+
+
+def test_gpu_loader_path_covers_the_locked_cuda_wheels() -> None:
+    lock = tomllib.loads((REPO_ROOT / "uv.lock").read_text())
+    tensorflow = next(p for p in lock["package"] if p["name"] == "tensorflow")
+    wheels = [d["name"] for d in tensorflow["optional-dependencies"]["and-cuda"]]
+    env = _env("gpu")
+    root = env["NVIDIA_PIP_ROOT"]
+    assert root == f"{env['VIRTUAL_ENV']}/lib/python3.11/site-packages/nvidia"
+    folders = {w.removeprefix("nvidia-").removesuffix("-cu12").replace("-", "_") for w in wheels}
+    expected = {f"{root}/{f}/lib" for f in folders - {"cuda_nvcc"}}
+    assert set(env["LD_LIBRARY_PATH"].split(":")) == expected
+    assert env["PATH"].split(":")[0] == f"{root}/cuda_nvcc/bin"
+    assert "LD_LIBRARY_PATH" not in _env("cpu")
+
+
+def test_copy_sources_exist_and_are_in_the_context() -> None:
+    sources = {
+        s
+        for kw, a in _instructions(DOCKERFILE.read_text())
+        if kw in ("COPY", "ADD")
+        for s in _copy_args(a)[1][:-1]
+        if "from" not in _copy_args(a)[0]
+    }
+    assert {"pyproject.toml", "uv.lock", "components/", "pipelines/", "schemas/"} <= sources
+    for source in sorted(sources):
+        path = REPO_ROOT / source
+        assert path.exists(), f"COPY {source}: not in the repository"
+        files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+        kept = [f for f in files if "__pycache__" not in f.parts]
+        assert kept, f"COPY {source}: nothing to copy"
+        for file in kept:
+            relative = file.relative_to(REPO_ROOT).as_posix()
+            assert not _ignored(relative), f"{relative} is copied but .dockerignore drops it"
+
+
+def test_dockerignore_leaves_out_local_state() -> None:
+    for path in (
+        ".venv/bin/python",
+        ".tools/bin/uv",
+        "output/kubeflow/x.yaml",
+        ".git/HEAD",
+        "data/penguins/penguins.csv",
+        "tests/conftest.py",
+        "benchmarks/example_gen.py",
+        "tfrecord_pipelines.egg-info/PKG-INFO",
+        "components/__pycache__/task.pyc",
+        "components/task.pyc",
+    ):
+        assert _ignored(path), f".dockerignore keeps {path}"
+
+
+def test_project_code_imports_only_what_the_image_holds() -> None:
+    copied = {"components", "pipelines"}
+    local = {p.stem for p in REPO_ROOT.iterdir() if p.is_dir() or p.suffix == ".py"}
+    for package in copied:
+        for module in (REPO_ROOT / package).rglob("*.py"):
+            tree = ast.parse(module.read_text())
+            names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+            names |= {
+                n.module
+                for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom) and n.module and not n.level
+            }
+            missing = {n.split(".")[0] for n in names} & (local - copied)
+            assert not missing, f"{module.relative_to(REPO_ROOT)} imports {missing}"

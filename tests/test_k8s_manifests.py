@@ -1,0 +1,387 @@
+"""Checks the manifests under k8s/ without a cluster or a kustomize binary.
+
+Every Kubernetes object (patches included) is validated against the API
+schema of one pinned Kubernetes version; the kustomization files are checked
+for what kustomize would trip on (missing files, unknown patch targets,
+replacements pointing nowhere); and the cross-file facts the pipeline relies
+on are asserted: the RBAC, the pipeline root, the credentials Secret, the
+serving claim compile mounts, and the GPU quota.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlparse
+
+import kubernetes_validate
+import pytest
+import yaml
+from kubernetes.utils import parse_quantity
+
+from conftest import REPO_ROOT
+from pipelines import platform_spec
+from pipelines.kubeflow_commands import DEFAULT_SERVING_PVC
+from pipelines.trainer_resources import NVIDIA_GPU
+
+K8S_DIR = REPO_ROOT / "k8s"
+BASE_DIR = K8S_DIR / "base"
+README = K8S_DIR / "README.md"
+# The API schema every manifest must pass (strict: no unknown fields). 1.31 is
+# the newest version every kubernetes-validate release the dev dependency
+# allows (>=1.31) bundles; the manifests use only stable v1 APIs, which newer
+# clusters serve unchanged.
+KUBERNETES_VERSION = "1.31"
+KUSTOMIZATION_FILE = "kustomization.yaml"
+# kustomize marks a strategic merge patch that removes an object so.
+PATCH_DIRECTIVE = "$patch"
+SERVICE_ACCOUNT = "tfrecord-pipelines-runner"
+LAUNCHER_CONFIG_MAP = "kfp-launcher"
+# The fields KFP's driver reads from kfp-launcher's `providers`
+# (kubeflow/pipelines backend/src/v2/config/s3.go and gcs.go). KFP unmarshals
+# with encoding/json, which ignores unknown keys: a misspelt one is silently
+# dropped, so check them here.
+S3_DEFAULT_KEYS = {
+    "endpoint",
+    "credentials",
+    "region",
+    "disableSSL",
+    "forcePathStyle",
+    "maxRetries",
+}
+S3_SECRET_REF_KEYS = {"secretName", "accessKeyKey", "secretKeyKey"}
+GCS_DEFAULT_KEYS = {"credentials"}
+GCS_SECRET_REF_KEYS = {"secretName", "tokenKey"}
+CREDENTIALS_KEYS = {"fromEnv", "secretRef"}
+# Pipeline root schemes KFP's launcher opens, and the `providers` key of each.
+ROOT_SCHEME_PROVIDERS = {"s3": "s3", "gs": "gs", "minio": "minio"}
+RBAC_VERBS = {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+KUSTOMIZATION_KEYS = {
+    "apiVersion",
+    "kind",
+    "namespace",
+    "labels",
+    "resources",
+    "components",
+    "patches",
+    "replacements",
+}
+
+
+def _documents(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as f:
+        return [doc for doc in yaml.safe_load_all(f) if doc is not None]
+
+
+def _manifest_files() -> list[Path]:
+    return sorted(
+        p for p in K8S_DIR.rglob("*.y*ml") if p.is_file() and p.name != KUSTOMIZATION_FILE
+    )
+
+
+def _kustomization_dirs() -> list[Path]:
+    return sorted(p.parent for p in K8S_DIR.rglob(KUSTOMIZATION_FILE))
+
+
+def _kustomization(directory: Path) -> dict:
+    (doc,) = _documents(directory / KUSTOMIZATION_FILE)
+    return doc
+
+
+def _patch_paths(directory: Path) -> list[Path]:
+    return [directory / entry["path"] for entry in _kustomization(directory).get("patches", [])]
+
+
+def _built_objects(directory: Path) -> Iterator[dict]:
+    """The objects a Kustomization's `resources:` bring in, before its patches."""
+    for entry in _kustomization(directory).get("resources", []):
+        path = (directory / entry).resolve()
+        if path.is_dir():
+            yield from _built_objects(path)
+        else:
+            yield from _documents(path)
+
+
+def _patched_objects(directory: Path) -> list[dict]:
+    """The objects a Kustomization's or Component's patches may target."""
+    if _kustomization(directory)["kind"] == "Kustomization":
+        return list(_built_objects(directory))
+    # A Component patches whatever includes it.
+    objects = []
+    for user in _kustomization_dirs():
+        components = _kustomization(user).get("components", [])
+        if any((user / c).resolve() == directory.resolve() for c in components):
+            objects += _built_objects(user)
+    return objects
+
+
+def _key(obj: dict) -> tuple[str, str]:
+    return obj["kind"], obj["metadata"]["name"]
+
+
+def _objects_of_kind(kind: str) -> list[tuple[Path, dict]]:
+    return [(p, doc) for p in _manifest_files() for doc in _documents(p) if doc["kind"] == kind]
+
+
+def _in_dir(directory: Path, kind: str, name: str) -> dict:
+    matches = [
+        doc
+        for p in sorted(directory.glob("*.yaml"))
+        if p.name != KUSTOMIZATION_FILE
+        for doc in _documents(p)
+        if _key(doc) == (kind, name)
+    ]
+    assert len(matches) == 1, f"{directory} should define {kind}/{name} once, has {len(matches)}"
+    return matches[0]
+
+
+def _providers(config_map: dict) -> dict:
+    return yaml.safe_load(config_map["data"]["providers"])
+
+
+def _secret_refs(providers: dict) -> set[str]:
+    names = set()
+    for provider in providers.values():
+        configs = [provider.get("default") or {}, *provider.get("Overrides", [])]
+        for config in configs:
+            ref = (config.get("credentials") or {}).get("secretRef")
+            if ref:
+                names.add(ref["secretName"])
+    return names
+
+
+@pytest.mark.parametrize("path", _manifest_files(), ids=lambda p: str(p.relative_to(K8S_DIR)))
+def test_manifest_validates_against_kubernetes_schema(path):
+    documents = _documents(path)
+    assert documents, f"{path} holds no Kubernetes object"
+    for doc in documents:
+        # A deleting patch names its target; the object without the directive is what must exist.
+        obj = {k: v for k, v in doc.items() if k != PATCH_DIRECTIVE}
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+
+
+def test_manifests_use_no_cluster_scoped_rbac_and_commit_no_secrets():
+    kinds = {doc["kind"] for p in _manifest_files() for doc in _documents(p)}
+    assert not kinds & {"ClusterRole", "ClusterRoleBinding"}, kinds
+    # Credentials are created by the user (see the README), never stored in git.
+    assert "Secret" not in kinds
+
+
+@pytest.mark.parametrize(
+    "directory", _kustomization_dirs(), ids=lambda p: str(p.relative_to(K8S_DIR))
+)
+def test_kustomization_lists_existing_files_and_every_file_is_listed(directory):
+    kustomization = _kustomization(directory)
+    assert set(kustomization) <= KUSTOMIZATION_KEYS, set(kustomization) - KUSTOMIZATION_KEYS
+    expected = {
+        "Kustomization": "kustomize.config.k8s.io/v1beta1",
+        "Component": "kustomize.config.k8s.io/v1alpha1",
+    }
+    assert kustomization["apiVersion"] == expected[kustomization["kind"]]
+    listed = set()
+    for entry in kustomization.get("resources", []):
+        path = (directory / entry).resolve()
+        assert path.is_file() or (path / KUSTOMIZATION_FILE).is_file(), f"{entry} is missing"
+        listed.add(path)
+    for entry in kustomization.get("components", []):
+        component = _kustomization((directory / entry).resolve())
+        assert component["kind"] == "Component", f"{entry} is a {component['kind']}"
+    for path in _patch_paths(directory):
+        assert path.is_file(), f"patch {path} is missing"
+        listed.add(path.resolve())
+    here = {p.resolve() for p in directory.glob("*.y*ml") if p.name != KUSTOMIZATION_FILE}
+    assert here <= listed, f"not in {directory / KUSTOMIZATION_FILE}: {here - listed}"
+
+
+def test_every_kustomization_sets_a_namespace():
+    def namespace(directory: Path) -> str | None:
+        kustomization = _kustomization(directory)
+        if "namespace" in kustomization:
+            return kustomization["namespace"]
+        bases = [
+            (directory / r).resolve()
+            for r in kustomization.get("resources", [])
+            if (directory / r).is_dir()
+        ]
+        found = {namespace(b) for b in bases}
+        return found.pop() if len(found) == 1 else None
+
+    assert _kustomization(BASE_DIR)["namespace"] == "tfrecord-pipelines"
+    for directory in _kustomization_dirs():
+        if _kustomization(directory)["kind"] == "Kustomization":
+            assert namespace(directory), f"{directory} puts objects in no one namespace"
+
+
+@pytest.mark.parametrize(
+    "directory",
+    [d for d in _kustomization_dirs() if _kustomization(d).get("patches")],
+    ids=lambda p: str(p.relative_to(K8S_DIR)),
+)
+def test_patches_target_objects_that_exist(directory):
+    targets = {_key(obj) for obj in _patched_objects(directory)}
+    assert targets, f"nothing includes {directory}"
+    for path in _patch_paths(directory):
+        for patch in _documents(path):
+            assert _key(patch) in targets, f"{path} patches {_key(patch)}, which is not built"
+
+
+def _copies_namespace_to_subject(replacement: dict) -> bool:
+    source = {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "fieldPath": "metadata.namespace"}
+    return replacement["source"] == source and any(
+        target["select"] == {"kind": "RoleBinding", "name": SERVICE_ACCOUNT}
+        and target["fieldPaths"] == ["subjects.0.namespace"]
+        for target in replacement["targets"]
+    )
+
+
+def test_rolebinding_subject_follows_the_namespace_wherever_it_is_set():
+    for directory in _kustomization_dirs():
+        kustomization = _kustomization(directory)
+        if "namespace" not in kustomization:
+            continue
+        # kustomize moves a RoleBinding's subject only when it is named "default".
+        replacements = kustomization.get("replacements", [])
+        assert any(map(_copies_namespace_to_subject, replacements)), (
+            f"{directory} moves the ServiceAccount but not the RoleBinding's subject"
+        )
+        objects = {_key(o): o for o in _built_objects(directory)}
+        assert ("ServiceAccount", SERVICE_ACCOUNT) in objects
+        (subject,) = objects["RoleBinding", SERVICE_ACCOUNT]["subjects"]
+        # The field the replacement writes must exist for kustomize to write it.
+        assert subject["kind"] == "ServiceAccount" and "namespace" in subject
+
+
+def test_rolebinding_binds_the_service_account_to_the_role():
+    binding = _in_dir(BASE_DIR, "RoleBinding", SERVICE_ACCOUNT)
+    _in_dir(BASE_DIR, "ServiceAccount", SERVICE_ACCOUNT)
+    role = binding["roleRef"]
+    assert role["kind"] == "Role" and role["apiGroup"] == "rbac.authorization.k8s.io"
+    _in_dir(BASE_DIR, "Role", role["name"])
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": "tfrecord-pipelines"}
+    ]
+
+
+@pytest.mark.parametrize(
+    "path", [p for p, _ in _objects_of_kind("Role")], ids=lambda p: str(p.relative_to(K8S_DIR))
+)
+def test_role_is_least_privilege(path):
+    (role,) = [doc for doc in _documents(path) if doc["kind"] == "Role"]
+    rules = role["rules"]
+    for rule in rules:
+        for field in ("apiGroups", "resources", "verbs", "resourceNames"):
+            assert not any("*" in value for value in rule.get(field, [])), f"{field} in {rule}"
+        assert set(rule["verbs"]) <= RBAC_VERBS, rule
+        # The core group's objects may be read only by name.
+        if rule["apiGroups"] == [""]:
+            assert rule["verbs"] == ["get"] and rule.get("resourceNames"), rule
+    # Argo's executor (>= 3.4) reports outputs through workflowtaskresults.
+    assert {
+        "apiGroups": ["argoproj.io"],
+        "resources": ["workflowtaskresults"],
+        "verbs": ["create", "patch"],
+    } in rules
+    # KFP's driver reads the launcher configuration.
+    assert {
+        "apiGroups": [""],
+        "resources": ["configmaps"],
+        "resourceNames": [LAUNCHER_CONFIG_MAP],
+        "verbs": ["get"],
+    } in rules
+
+
+@pytest.mark.parametrize(
+    "directory",
+    sorted(
+        {p.parent for p, doc in _objects_of_kind("ConfigMap") if _key(doc)[1] == "kfp-launcher"}
+    ),
+    ids=lambda p: str(p.relative_to(K8S_DIR)),
+)
+def test_kfp_launcher_root_is_an_object_store_uri_with_a_provider(directory):
+    config_map = _in_dir(directory, "ConfigMap", LAUNCHER_CONFIG_MAP)
+    assert set(config_map["data"]) == {"defaultPipelineRoot", "providers"}
+    root = urlparse(config_map["data"]["defaultPipelineRoot"])
+    assert root.scheme in ROOT_SCHEME_PROVIDERS and root.netloc and root.path.strip("/"), root
+    providers = _providers(config_map)
+    assert set(providers) == {ROOT_SCHEME_PROVIDERS[root.scheme]}
+    default_keys, ref_keys = {
+        "s3": (S3_DEFAULT_KEYS, S3_SECRET_REF_KEYS),
+        "gs": (GCS_DEFAULT_KEYS, GCS_SECRET_REF_KEYS),
+    }[root.scheme]
+    default = providers[root.scheme]["default"]
+    assert set(default) <= default_keys, set(default) - default_keys
+    credentials = default["credentials"]
+    assert set(credentials) <= CREDENTIALS_KEYS, credentials
+    if credentials.get("fromEnv"):
+        assert "secretRef" not in credentials
+    else:
+        assert set(credentials["secretRef"]) == ref_keys
+
+
+def test_referenced_secrets_are_readable_and_documented_for_the_user_to_create():
+    readme = README.read_text(encoding="utf-8")
+    referenced = set()
+    for path, config_map in _objects_of_kind("ConfigMap"):
+        if _key(config_map) != ("ConfigMap", LAUNCHER_CONFIG_MAP):
+            continue
+        names = _secret_refs(_providers(config_map))
+        # The Role beside each launcher configuration grants exactly those Secrets.
+        role = _in_dir(path.parent, "Role", SERVICE_ACCOUNT)
+        readable = {
+            name
+            for rule in role["rules"]
+            if "secrets" in rule["resources"]
+            for name in rule["resourceNames"]
+        }
+        assert readable == names, f"{path.parent}: Role reads {readable}, launcher uses {names}"
+        referenced |= names
+        for provider in _providers(config_map).values():
+            ref = provider["default"]["credentials"].get("secretRef")
+            if not ref:
+                continue
+            command = re.search(
+                rf"kubectl .*create secret generic {re.escape(ref['secretName'])}(.*\\\n)*.*",
+                readme,
+            )
+            assert command, f"README shows no `kubectl create secret` for {ref['secretName']}"
+            for key in (ref["accessKeyKey"], ref["secretKeyKey"]):
+                assert f"{key}=" in command.group(0), f"README's command lacks {key}"
+    assert referenced == {"tfrecord-pipelines-s3-credentials"}
+
+
+def test_serving_claim_is_the_one_compile_mounts():
+    # compile's --serving-pvc default names this claim.
+    claim = _in_dir(BASE_DIR, "PersistentVolumeClaim", DEFAULT_SERVING_PVC)
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    # Left to the cluster's default StorageClass.
+    assert "storageClassName" not in claim["spec"]
+    assert parse_quantity(claim["spec"]["resources"]["requests"]["storage"]) > 0
+
+
+def test_gpu_quota_and_default_limits():
+    quota = _in_dir(BASE_DIR, "ResourceQuota", "tfrecord-pipelines-gpus")
+    assert list(quota["spec"]["hard"]) == [f"requests.{NVIDIA_GPU}"]
+    assert int(quota["spec"]["hard"][f"requests.{NVIDIA_GPU}"]) >= 1
+    limit_range = _in_dir(BASE_DIR, "LimitRange", "tfrecord-pipelines-defaults")
+    (limits,) = limit_range["spec"]["limits"]
+    assert limits["type"] == "Container"
+    for resource in ("cpu", "memory"):
+        request = parse_quantity(limits["defaultRequest"][resource])
+        assert 0 < request <= parse_quantity(limits["default"][resource]), resource
+
+
+def test_readme_describes_every_file_and_the_scheduling_defaults():
+    readme = README.read_text(encoding="utf-8")
+    for path in [*_manifest_files(), *(d / KUSTOMIZATION_FILE for d in _kustomization_dirs())]:
+        assert str(path.relative_to(K8S_DIR)) in readme, f"README does not describe {path}"
+    selector = ",".join(f"{k}={v}" for k, v in platform_spec.DEFAULT_GPU_NODE_SELECTOR.items())
+    for text in (
+        selector,
+        platform_spec.DEFAULT_GPU_TOLERATION,
+        "--gpu-node-selector KEY=VALUE",
+        "--gpu-toleration KEY[=VALUE]:EFFECT",
+        f"--serving-pvc {DEFAULT_SERVING_PVC}",
+        f"requests.{NVIDIA_GPU}",
+    ):
+        assert text in readme, f"README does not mention {text}"
