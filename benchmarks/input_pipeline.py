@@ -11,7 +11,7 @@ files, then reads each in one run with:
 - ``tf.data.experimental.make_csv_dataset`` on the CSV copy;
 - ``components.trainer.make_dataset``: first epoch, then later epochs from
   its in-memory cache and from a file cache;
-- the raw-read ceiling: the same parallel reads and batching, no parse.
+- the raw-read ceiling: make_dataset's parallel block reads and batching, no parse.
 
 Then a starvation test: a consumer that takes a fixed simulated step per
 batch (a sleep: no CPU) and the share of its time spent waiting for the
@@ -41,6 +41,7 @@ from tfx_bsl.coders import example_coder  # noqa: E402
 from tfx_bsl.public import tfxio  # noqa: E402
 
 from components.trainer import feature_spec_from_schema, make_dataset  # noqa: E402
+from components.trainer.dataset import DEFAULT_READ_BLOCK_SIZE  # noqa: E402
 
 LABEL = "label"
 
@@ -146,12 +147,14 @@ def _raw_ceiling(pattern: str, batch_size: int, compression: str) -> tf.data.Dat
     return (
         tf.data.Dataset.from_tensor_slices(files)
         .interleave(
-            lambda f: tf.data.TFRecordDataset(f, compression_type=compression),
+            lambda f: tf.data.TFRecordDataset(f, compression_type=compression).batch(
+                DEFAULT_READ_BLOCK_SIZE
+            ),
             cycle_length=len(files),
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=False,
         )
-        .batch(batch_size)
+        .rebatch(batch_size)
         .prefetch(tf.data.AUTOTUNE)
     )
 

@@ -85,6 +85,20 @@ def test_yields_the_same_examples_as_a_sequential_reader(shards, training):
     assert collections.Counter(got) == collections.Counter(expected)
 
 
+@pytest.mark.parametrize("read_block_size", [1, 7, 100])
+def test_any_read_block_size_gives_every_example_in_full_batches(shards, read_block_size):
+    # 7 divides neither the batch nor a shard (53 records); 100 exceeds a shard.
+    pattern, compression = shards
+    dataset = make_dataset(
+        pattern, FEATURE_SPEC, 32, num_epochs=1, read_block_size=read_block_size, seed=3
+    )
+    # Training parses batches out of order: the short batch may come before the last.
+    sizes = sorted((int(batch["id"].shape[0]) for batch in dataset), reverse=True)
+    assert sizes == [32] * (SHARDS * PER_SHARD // 32) + [SHARDS * PER_SHARD % 32]
+    got = _read(dataset)
+    assert collections.Counter(got) == collections.Counter(_sequential(pattern, compression))
+
+
 @pytest.mark.parametrize("cache", ["memory", "file"])
 def test_cached_epochs_yield_the_same_examples(shards, cache, tmp_path):
     pattern, compression = shards
@@ -169,6 +183,7 @@ def test_mixed_compression_needs_an_explicit_setting(tmp_path):
         ({"num_epochs": 0}, "num_epochs must be at least 1"),
         ({"label_key": "price"}, "label_key 'price' is not in the feature spec"),
         ({"compression": "lz4"}, "compression must be GZIP, ZLIB, NONE"),
+        ({"read_block_size": 0}, "read_block_size must be at least 1, got 0"),
     ],
 )
 def test_bad_arguments_are_named(shards, kwargs, message):

@@ -9,8 +9,12 @@ What it does, and why each step:
 2. interleaves one TFRecord reader per shard, in parallel (tf.data tunes the
    parallelism), so reads of different shards overlap; out of order when
    training, deterministic for evaluation;
-3. shuffles serialized records (training), cheap since they are still bytes;
-4. batches serialized records and parses each batch with one vectorized
+3. each reader hands over blocks of ``read_block_size`` consecutive records:
+   tf.data's cost per element, not reading, bounds a per-record pipeline
+   (measured on 2 cores: 291k against 139k examples/s with blocks of 16);
+   when training, the blocks are shuffled, still as bytes;
+4. rebatches the blocks into batches of serialized records (exactly
+   ``batch_size``) and parses each batch with one vectorized
    ``tf.io.parse_example`` in a parallel map: parsing record by record costs
    more than reading CSV;
 5. caches the parsed batches in memory or in a file when asked, so later
@@ -22,7 +26,10 @@ What it does, and why each step:
 
 Without a cache, records are repeated before the shuffle buffer, so the
 last records of one epoch may be shuffled among the first of the next:
-count steps, not epochs.
+count steps, not epochs. A training batch holds runs of ``read_block_size``
+records that were consecutive in a shard (as with interleave's
+``block_length``); for shards sorted by something the model should not see
+together, use smaller blocks, down to 1 (record-level shuffling, slower).
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ COMPRESSION_TYPES = ("GZIP", "ZLIB", "")
 # Shards read at once, at most: enough to hide storage latency on a GPU node
 # (object stores included) while each open reader keeps only a small buffer.
 MAX_PARALLEL_READS = 64
+# Consecutive records a reader hands over at once (see the module docstring).
+DEFAULT_READ_BLOCK_SIZE = 16
 # Cached batches are reshuffled within a window of this many batches.
 CACHED_BATCH_SHUFFLE_WINDOW = 64
 AUTO = "auto"
@@ -112,6 +121,7 @@ def make_dataset(
     num_epochs: int | None = None,
     cache: str | None = None,
     shuffle_buffer_size: int | None = None,
+    read_block_size: int = DEFAULT_READ_BLOCK_SIZE,
     drop_remainder: bool = False,
     seed: int | None = None,
     device: str | None = AUTO,
@@ -140,6 +150,9 @@ def make_dataset(
         data. The first pass must run to its end for the cache to be kept.
       shuffle_buffer_size: serialized records in the training shuffle buffer;
         None: 8 batches. Bigger mixes better and costs memory.
+      read_block_size: consecutive records each shard reader hands over at
+        once, and the unit the training shuffle moves. Larger is faster
+        (less tf.data overhead per record); 1 shuffles single records.
       drop_remainder: drop the last, smaller batch of each pass (static batch
         shape, e.g. for XLA or TPUs).
       seed: seeds the shuffles, for a reproducible training order.
@@ -153,11 +166,13 @@ def make_dataset(
 
     Raises:
       ValueError: if the pattern is empty or matches no file, the compression
-        is unknown or cannot be inferred, batch_size or num_epochs is below 1,
-        or label_key is not in feature_spec.
+        is unknown or cannot be inferred, batch_size, num_epochs or
+        read_block_size is below 1, or label_key is not in feature_spec.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
+    if read_block_size < 1:
+        raise ValueError(f"read_block_size must be at least 1, got {read_block_size}.")
     if num_epochs is not None and num_epochs < 1:
         raise ValueError(f"num_epochs must be at least 1 or None (forever), got {num_epochs}.")
     if label_key is not None and label_key not in feature_spec:
@@ -173,7 +188,9 @@ def make_dataset(
     if training:
         dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.interleave(
-        lambda path: tf.data.TFRecordDataset(path, compression_type=compression_type),
+        lambda path: tf.data.TFRecordDataset(path, compression_type=compression_type).batch(
+            read_block_size
+        ),
         cycle_length=min(len(files), MAX_PARALLEL_READS),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=not training,
@@ -183,8 +200,9 @@ def make_dataset(
         # the interleave's throughput (measured: 71k against 110k examples/s).
         dataset = dataset.repeat(num_epochs)
     if training:
-        dataset = dataset.shuffle(shuffle_buffer_size or 8 * batch_size, seed=seed)
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+        blocks = (shuffle_buffer_size or 8 * batch_size) // read_block_size
+        dataset = dataset.shuffle(max(blocks, 2), seed=seed)
+    dataset = dataset.rebatch(batch_size, drop_remainder=drop_remainder)
     dataset = dataset.map(
         lambda serialized: _parse(serialized, spec, label_key),
         num_parallel_calls=tf.data.AUTOTUNE,
