@@ -11,7 +11,7 @@ What it does, and why each step:
    training, deterministic for evaluation;
 3. each reader hands over blocks of ``read_block_size`` consecutive records:
    tf.data's cost per element, not reading, bounds a per-record pipeline
-   (measured on 2 cores: 291k against 139k examples/s with blocks of 16);
+   (benchmarks/input_pipeline.py, 2 cores: 311k against 141k examples/s);
    when training, the blocks are shuffled, still as bytes;
 4. rebatches the blocks into batches of serialized records (exactly
    ``batch_size``) and parses each batch with one vectorized
