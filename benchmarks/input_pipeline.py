@@ -173,9 +173,17 @@ def _later_epoch(dataset: tf.data.Dataset) -> tuple[int, float]:
 _WARM_UP_STEPS = 30
 
 
-def _simulated_compute(seconds: float) -> tf.Tensor:
-    """An op that takes ``seconds`` and no CPU, as a step running on an accelerator does."""
-    return tf.numpy_function(lambda: np.int32(time.sleep(seconds) or 0), [], tf.int32)
+def _stamp_after(tensors) -> tf.Tensor:
+    """A timestamp taken in the graph once every tensor in ``tensors`` (any nest) exists."""
+    with tf.control_dependencies(tf.nest.flatten(tensors)):
+        return tf.timestamp()
+
+
+def _simulated_compute(seconds: float, after: tf.Tensor) -> tf.Tensor:
+    """An op that starts once ``after`` exists and takes ``seconds`` and no CPU, as a step
+    running on an accelerator does."""
+    with tf.control_dependencies([after]):
+        return tf.numpy_function(lambda: np.int32(time.sleep(seconds) or 0), [], tf.int32)
 
 
 def _consume_on_accelerator(
@@ -197,15 +205,10 @@ def _consume_on_accelerator(
         waiting = computing = tf.constant(0.0, tf.float64)
         started = previous_end = tf.timestamp()
         for _ in tf.range(steps):
-            with tf.control_dependencies(tf.nest.flatten(batch)):
-                compute_start = tf.timestamp()
-            with tf.control_dependencies([compute_start]):
-                done = _simulated_compute(step_seconds)
-            with tf.control_dependencies([done]):
-                compute_end = tf.timestamp()
+            compute_start = _stamp_after(batch)
+            compute_end = _stamp_after(_simulated_compute(step_seconds, after=compute_start))
             following = next(iterator)
-            with tf.control_dependencies(tf.nest.flatten(following)):
-                ready = tf.timestamp()
+            ready = _stamp_after(following)
             waiting += tf.maximum(ready - compute_end, 0.0)
             computing += compute_end - compute_start
             previous_end = compute_end
@@ -238,12 +241,8 @@ def _consume_synchronously(
         start = tf.timestamp()
         with tf.control_dependencies([start]):
             batch = next(iterator)
-        with tf.control_dependencies(tf.nest.flatten(batch)):
-            ready = tf.timestamp()
-        with tf.control_dependencies([ready]):
-            done = _simulated_compute(step_seconds)
-        with tf.control_dependencies([done]):
-            end = tf.timestamp()
+        ready = _stamp_after(batch)
+        end = _stamp_after(_simulated_compute(step_seconds, after=ready))
         return ready - start, end - start
 
     for _ in range(_WARM_UP_STEPS):
