@@ -16,6 +16,7 @@ from tfx.proto import example_gen_pb2
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 
+from components.data_source import FORMATS as SOURCE_FORMATS
 from components.example_gen.executor import Executor
 from components.example_gen.keys import (
     COMPRESSION_KEY,
@@ -29,7 +30,6 @@ from components.example_gen.keys import (
 )
 from components.example_gen.shard_plan import ShardingOptions
 from components.example_gen.sharded_writer import COMPRESSIONS, GZIP
-from components.example_gen.sources import SOURCE_FORMATS
 
 DEFAULT_MAX_BAD_FRACTION = 0.01
 

@@ -40,29 +40,6 @@ def _parse_line(line: str) -> list[str]:
     return next(csv.reader([line]))
 
 
-def read_header(files: list[str]) -> list[str]:
-    """Returns the header shared by all files.
-
-    Raises:
-      ValueError: if a file is empty or the headers differ.
-    """
-    header = None
-    for path in files:
-        with tf.io.gfile.GFile(path) as f:
-            first = f.readline()
-        if not first.strip():
-            raise ValueError(f"CSV file {path} is empty; it needs a header row.")
-        columns = _parse_line(first.rstrip("\r\n"))
-        if header is None:
-            header, header_file = columns, path
-        elif columns != header:
-            raise ValueError(
-                f"CSV file {path} has columns {columns}, but {header_file} has {header}; "
-                "all input files need the same header."
-            )
-    return header
-
-
 def _parses(value: str, column_type: ColumnType) -> bool:
     try:
         {ColumnType.INT: int, ColumnType.FLOAT: float}[column_type](value)

@@ -5,13 +5,9 @@ from __future__ import annotations
 import apache_beam as beam
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+from components import data_source, image_folder
+from components.data_source import IMAGES, PARQUET
 from components.example_gen import csv_source, image_source, parquet_source
-
-CSV = "csv"
-PARQUET = "parquet"
-IMAGES = "images"
-SOURCE_FORMATS = (CSV, PARQUET, IMAGES)
-DEFAULT_IMAGE_LABEL_KEY = "label"
 
 
 def read_examples(
@@ -33,14 +29,14 @@ def read_examples(
     """
     required = [label_key] if label_key else []
     if source_format == IMAGES:
-        files = image_source.list_images(input_base)
+        files = image_folder.list_images(input_base)
         return pipeline | "ReadImages" >> image_source.ImagesToExamples(
-            files, label_key or DEFAULT_IMAGE_LABEL_KEY
+            files, label_key or image_folder.DEFAULT_LABEL_KEY
         )
     files = csv_source.list_files(input_base, pattern)
     if source_format == PARQUET:
         return pipeline | "ReadParquet" >> parquet_source.ParquetToExamples(files, required)
-    header = csv_source.read_header(files)
+    header = data_source.read_header(files)
     if label_key and label_key not in header:
         raise ValueError(
             f"Label column {label_key!r} is not in the CSV header of {input_base}; "

@@ -1,0 +1,134 @@
+"""Image folders: their two layouts, and the features of the records made from them.
+
+Layouts:
+- one sub-folder per class: ``SOURCE/<class name>/<image files>``; labels are
+  the class names' indices in sorted order;
+- a labels file ``SOURCE/labels.csv`` with columns ``filename,label,class_name``
+  (file names relative to SOURCE).
+
+Each record holds the file's encoded bytes unchanged (``image``), the label,
+and what describes the file: ``class_name`` (the label under its name),
+``height``, ``width``, ``channels`` and ``filename``. Only the image is a
+model input: the description is for statistics, validation and people.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+
+from components import filesystem
+
+LABELS_FILE = "labels.csv"
+LABELS_COLUMNS = ["filename", "label", "class_name"]
+# File name endings of the formats TensorFlow's image decoder reads.
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".gif", ".bmp")
+
+IMAGE_KEY = "image"
+DEFAULT_LABEL_KEY = "label"
+CLASS_NAME_KEY = "class_name"
+HEIGHT_KEY = "height"
+WIDTH_KEY = "width"
+CHANNELS_KEY = "channels"
+FILENAME_KEY = "filename"
+# Features that describe an image file; none of them may feed a model.
+DESCRIPTION_KEYS = (CLASS_NAME_KEY, HEIGHT_KEY, WIDTH_KEY, CHANNELS_KEY, FILENAME_KEY)
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelledFile:
+    """An image file and what it shows."""
+
+    path: str
+    label: int
+    class_name: str
+
+
+def is_image_name(name: str) -> bool:
+    """Whether a file name ends like an image TensorFlow decodes."""
+    return name.lower().endswith(IMAGE_EXTENSIONS)
+
+
+def has_labels_file(source: str) -> bool:
+    """Whether ``source`` holds a labels.csv with the labels-file header."""
+    path = os.path.join(source, LABELS_FILE)
+    if not filesystem.exists(path):
+        return False
+    with filesystem.open_text(path) as f:
+        return next(csv.reader(f), None) == LABELS_COLUMNS
+
+
+def _visible(names: list[str]) -> list[str]:
+    """Drops hidden entries (.DS_Store, .ipynb_checkpoints, ...): no one's images."""
+    return [name for name in names if not name.startswith(".")]
+
+
+def class_folders(source: str) -> list[str]:
+    """Returns the sub-folders of ``source`` that hold image files, sorted."""
+    folders = []
+    for name in _visible(filesystem.listdir(source)):
+        folder = os.path.join(source, name)
+        if filesystem.isdir(folder) and any(map(is_image_name, filesystem.listdir(folder))):
+            folders.append(name)
+    return folders
+
+
+def list_images(source: str) -> list[LabelledFile]:
+    """Lists the labelled files of an image folder (either layout).
+
+    Every file of a class folder is listed, images or not: a file that does
+    not decode is quarantined by ExampleGen, not silently skipped. Hidden
+    folders and files (names starting with '.') are left out.
+
+    Raises:
+      ValueError: if the folder is missing, empty, or its labels file is malformed.
+    """
+    if not filesystem.isdir(source):
+        raise ValueError(f"Image folder {source} does not exist or is not a folder.")
+    labels_path = os.path.join(source, LABELS_FILE)
+    if filesystem.exists(labels_path):
+        files = _read_labels_file(source, labels_path)
+    else:
+        classes = [
+            name
+            for name in _visible(filesystem.listdir(source))
+            if filesystem.isdir(os.path.join(source, name))
+        ]
+        files = [
+            LabelledFile(os.path.join(source, name, file), label, name)
+            for label, name in enumerate(classes)
+            for file in _visible(filesystem.listdir(os.path.join(source, name)))
+            if not filesystem.isdir(os.path.join(source, name, file))
+        ]
+    if not files:
+        raise ValueError(
+            f"Image folder {source} holds no images: expected one sub-folder per class "
+            f"or a {LABELS_FILE} file."
+        )
+    return files
+
+
+def _read_labels_file(source: str, labels_path: str) -> list[LabelledFile]:
+    with filesystem.open_text(labels_path) as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames != LABELS_COLUMNS:
+            raise ValueError(
+                f"Labels file {labels_path} must have the header "
+                f"{','.join(LABELS_COLUMNS)}, got {reader.fieldnames}."
+            )
+        try:
+            return [
+                LabelledFile(os.path.join(source, r["filename"]), int(r["label"]), r["class_name"])
+                for r in reader
+            ]
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"Labels file {labels_path}: a label is not an integer ({e}).") from e
+
+
+def count_classes(source: str) -> int:
+    """Returns how many classes an image folder's layout names."""
+    labels_path = os.path.join(source, LABELS_FILE)
+    if filesystem.exists(labels_path):
+        return len({f.label for f in _read_labels_file(source, labels_path)})
+    return len(class_folders(source))
