@@ -59,3 +59,80 @@ def test_regression_label_stays_a_float():
 def test_unknown_label_is_a_clear_error():
     with pytest.raises(ValueError, match="Label column 'price' is not in the schema"):
         _transform(Task(label="price"))
+
+
+IMAGE_SPEC = {
+    "image": tf.io.FixedLenFeature([1], tf.string),
+    "class_name": tf.io.FixedLenFeature([1], tf.string),
+    "height": tf.io.FixedLenFeature([1], tf.int64),
+    "label": tf.io.FixedLenFeature([1], tf.int64),
+}
+
+
+def _transform_rows(spec, rows, task):
+    metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(spec))
+    with tempfile.TemporaryDirectory() as temp_dir, tft_beam.Context(temp_dir=temp_dir):
+        (transformed, transformed_metadata), _ = (
+            rows,
+            metadata,
+        ) | tft_beam.AnalyzeAndTransformDataset(
+            lambda inputs: preprocessing_fn(inputs, task.to_custom_config())
+        )
+    return transformed, transformed_metadata
+
+
+def test_image_bytes_pass_through_and_nothing_else_feeds_the_model():
+    # PNG and JPEG bytes hold newlines, which a vocabulary would drop.
+    images = [b"\x89PNG\r\n\x1a\n...", b"\xff\xd8\xff\xe0\n\x00JFIF", b"\x89PNG\r\n\x1a\nzz"]
+    rows = [
+        {"image": [image], "class_name": [b"cat"], "height": [8], "label": [label]}
+        for image, label in zip(images, [1, 0, 1], strict=True)
+    ]
+    transformed, metadata = _transform_rows(
+        IMAGE_SPEC, rows, Task(label="label", image_feature="image")
+    )
+    assert set(metadata.schema.feature[i].name for i in range(len(metadata.schema.feature))) == {
+        "image_xf",
+        "label_xf",
+    }
+    assert [np.ravel(row["image_xf"])[0] for row in transformed] == images
+    assert [int(np.ravel(row["label_xf"])[0]) for row in transformed] == [0, 1, 0]
+
+
+MULTI_SPEC = {
+    "tags": tf.io.VarLenFeature(tf.string),
+    "vector": tf.io.FixedLenFeature([2], tf.float32),
+    "label": tf.io.FixedLenFeature([1], tf.int64),
+}
+MULTI_ROWS = [
+    {"tags": [b"a", b"b"], "vector": [1.0, 10.0], "label": [0]},
+    {"tags": [], "vector": [3.0, 30.0], "label": [1]},
+    {"tags": [b"a"], "vector": [5.0, 50.0], "label": [0]},
+]
+
+
+def test_lists_of_strings_become_bags_and_fixed_lists_vectors():
+    task = Task(label="label", multi_valued=("tags", "vector"))
+    transformed, metadata = _transform_rows(MULTI_SPEC, MULTI_ROWS, task)
+    # "a" is the most frequent tag: index 0.
+    assert [list(np.ravel(row["tags_xf"])) for row in transformed] == [[0, 1], [], [0]]
+    vectors = np.array([row["vector_xf"] for row in transformed])
+    assert vectors.shape == (3, 2)
+    # Each position is scaled over its own values: [1, 3, 5] and [10, 30, 50].
+    np.testing.assert_allclose(vectors[:, 0], vectors[:, 1], rtol=1e-5)
+    np.testing.assert_allclose(vectors.mean(axis=0), [0.0, 0.0], atol=1e-6)
+
+
+def test_varying_count_of_numbers_is_a_clear_error():
+    spec = {
+        "scores": tf.io.VarLenFeature(tf.float32),
+        "label": tf.io.FixedLenFeature([1], tf.int64),
+    }
+    rows = [{"scores": [1.0, 2.0], "label": [0]}, {"scores": [3.0], "label": [1]}]
+    with pytest.raises(ValueError, match="Feature 'scores' holds a varying count of numbers"):
+        _transform_rows(spec, rows, Task(label="label", multi_valued=("scores",)))
+
+
+def test_named_inputs_leave_the_rest_out():
+    transformed, metadata = _transform_rows(RAW_SPEC, ROWS, Task(label="label", inputs=("color",)))
+    assert sorted(f.name for f in metadata.schema.feature) == ["color_xf", "label_xf"]

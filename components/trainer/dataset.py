@@ -24,6 +24,18 @@ What it does, and why each step:
 6. repeats, and prefetches so the next batches are ready while the model
    computes; onto the GPU when one is present.
 
+With ``image`` (an ``ImageDecoding``), step 4 changes for images: each block
+is parsed and its images decoded and resized, blocks in parallel, one image
+at a time within a block (decoding each image costs 1-1.3 ms of CPU at
+224x224; decoding whole batches with ``tf.map_fn`` ran 1.9-2.5x slower for
+the same CPU); an image that does not decode is skipped, logged and
+counted, never a crash mid-epoch. The cache then holds the decoded uint8
+pixels, so later epochs decode nothing; the decoded blocks are rebatched,
+then cropped and flipped (training) a batch at a time after it.
+
+``transform`` runs on each parsed batch or block before the label is taken
+out: a tf.Transform graph applied to raw examples, for instance.
+
 Without a cache, records are repeated before the shuffle buffer, so the
 last records of one epoch may be shuffled among the first of the next:
 count steps, not epochs. A training batch holds runs of ``read_block_size``
@@ -35,9 +47,12 @@ together, use smaller blocks, down to 1 (record-level shuffling, slower).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import tensorflow as tf
+
+from components.trainer import image_stage
+from components.trainer.image_decoding import ImageDecoding
 
 COMPRESSION_TYPES = ("GZIP", "ZLIB", "")
 # Shards read at once, at most: enough to hide storage latency on a GPU node
@@ -50,6 +65,7 @@ CACHED_BATCH_SHUFFLE_WINDOW = 64
 AUTO = "auto"
 
 FeatureSpec = Mapping[str, tf.io.FixedLenFeature | tf.io.VarLenFeature | tf.io.RaggedFeature]
+Features = dict[str, tf.Tensor | tf.SparseTensor | tf.RaggedTensor]
 
 
 def list_files(file_pattern: str | Sequence[str]) -> list[str]:
@@ -125,6 +141,8 @@ def make_dataset(
     drop_remainder: bool = False,
     seed: int | None = None,
     device: str | None = AUTO,
+    transform: Callable[[Features], Features] | None = None,
+    image: ImageDecoding | None = None,
 ) -> tf.data.Dataset:
     """Returns a dataset of parsed batches read from TFRecord shards.
 
@@ -160,6 +178,11 @@ def make_dataset(
         when one is visible and no multi-replica strategy is active (Keras
         then distributes the dataset itself); None keeps them on the host;
         or a device name such as "/GPU:0".
+      transform: applied to each batch of parsed features (a dict) before
+        the label is taken out, in the parallel parse stage: e.g. a
+        ``TFTransformOutput.transform_features_layer()`` over raw examples.
+      image: decode this image feature into uint8 pixels (see the module
+        docstring); ``cache`` then holds decoded images.
 
     Returns:
       A ``tf.data.Dataset`` of feature dicts, or ``(features, label)`` pairs.
@@ -167,7 +190,8 @@ def make_dataset(
     Raises:
       ValueError: if the pattern is empty or matches no file, the compression
         is unknown or cannot be inferred, batch_size, num_epochs or
-        read_block_size is below 1, or label_key is not in feature_spec.
+        read_block_size is below 1, or label_key (or the image feature) is
+        not in feature_spec (checked only without a transform).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
@@ -175,14 +199,19 @@ def make_dataset(
         raise ValueError(f"read_block_size must be at least 1, got {read_block_size}.")
     if num_epochs is not None and num_epochs < 1:
         raise ValueError(f"num_epochs must be at least 1 or None (forever), got {num_epochs}.")
-    if label_key is not None and label_key not in feature_spec:
-        raise ValueError(
-            f"label_key {label_key!r} is not in the feature spec; it has: "
-            f"{', '.join(sorted(feature_spec))}."
-        )
+    for role, key in (("label_key", label_key), ("image feature", image and image.feature)):
+        if transform is None and key is not None and key not in feature_spec:
+            raise ValueError(
+                f"{role} {key!r} is not in the feature spec; it has: "
+                f"{', '.join(sorted(feature_spec))}."
+            )
     files = list_files(file_pattern)
     compression_type = _check_compression(compression, files)
     spec = dict(feature_spec)
+
+    def parse(serialized: tf.Tensor) -> Features:
+        features = tf.io.parse_example(serialized, spec)
+        return transform(features) if transform else features
 
     dataset = tf.data.Dataset.from_tensor_slices(files)
     if training:
@@ -202,19 +231,41 @@ def make_dataset(
     if training:
         blocks = (shuffle_buffer_size or 8 * batch_size) // read_block_size
         dataset = dataset.shuffle(max(blocks, 2), seed=seed)
+    cache_path = None if not cache else "" if cache == "memory" else _cache_path(cache)
+    if image:
+        dataset = image_stage.decoded_batches(
+            dataset,
+            parse,
+            image,
+            batch_size,
+            training=training,
+            split=lambda features: split_label(features, label_key),
+            num_epochs=num_epochs,
+            cache=cache_path,
+            shuffle_buffer_size=shuffle_buffer_size or 8 * batch_size,
+            block_size=read_block_size,
+            drop_remainder=drop_remainder,
+            seed=seed,
+        )
+        return _prefetch(dataset, device)
     dataset = dataset.rebatch(batch_size, drop_remainder=drop_remainder)
     dataset = dataset.map(
-        lambda serialized: _parse(serialized, spec, label_key),
+        lambda serialized: split_label(parse(serialized), label_key),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=not training,
     )
-    if cache:
-        dataset = dataset.cache("" if cache == "memory" else _cache_path(cache))
+    if cache_path is not None:
+        dataset = dataset.cache(cache_path)
         if training:
             dataset = dataset.shuffle(
                 CACHED_BATCH_SHUFFLE_WINDOW, seed=seed, reshuffle_each_iteration=True
             )
         dataset = dataset.repeat(num_epochs)
+    return _prefetch(dataset, device)
+
+
+def _prefetch(dataset: tf.data.Dataset, device: str | None) -> tf.data.Dataset:
+    # prefetch_to_device must stay the last step: nothing may follow it on a GPU.
     dataset = dataset.prefetch(tf.data.AUTOTUNE)
     target = _default_device() if device == AUTO else device
     if target:
@@ -222,10 +273,11 @@ def make_dataset(
     return dataset
 
 
-def _parse(serialized: tf.Tensor, spec: dict, label_key: str | None):
-    features = tf.io.parse_example(serialized, spec)
+def split_label(features: Features, label_key: str | None):
+    """Returns ``(features, label)`` with the label taken out, or the features alone."""
     if label_key is None:
         return features
+    features = dict(features)
     label = features.pop(label_key)
     return features, label
 

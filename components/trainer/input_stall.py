@@ -106,7 +106,7 @@ class InputStallModel(tf.keras.Model):
     def _timed(self, step, data):
         # Explicit dependencies: the stamps are taken after the batch arrived
         # and after the step's outputs exist, whatever the graph's op order.
-        with tf.control_dependencies(tf.nest.flatten(data)):
+        with tf.control_dependencies(tf.nest.flatten(data, expand_composites=True)):
             batch_ready = tf.timestamp()
         with tf.control_dependencies([batch_ready]):
             logs = step(data)

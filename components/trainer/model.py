@@ -1,8 +1,11 @@
 """The Keras model, built from the Transform output's feature spec.
 
-Inputs are whatever Transform produced: integer features are vocabulary
-indices and are one-hot encoded to their bucket count; float features are
-already scaled and enter as they are. No feature is named here.
+Inputs are whatever Transform produced for the task's inputs: integer
+features are vocabulary indices, one-hot encoded to their bucket count (a
+bag of several becomes a multi-hot vector); float features are already
+scaled and enter as they are. An image input (uint8 pixels, decoded by the
+input pipeline) goes through a convolutional network first
+(``image_model``). No feature is named here.
 """
 
 from __future__ import annotations
@@ -13,7 +16,12 @@ import tensorflow as tf
 import tensorflow_transform as tft
 
 from components.task import Task, transformed_name, vocabulary_name
+from components.trainer.image_decoding import ImageDecoding
+from components.trainer.image_model import image_features
 from components.trainer.input_stall import InputStallModel
+
+TABULAR_LEARNING_RATE = 1e-2
+IMAGE_LEARNING_RATE = 1e-3
 
 
 def input_feature_spec(tf_transform_output: tft.TFTransformOutput, task: Task) -> dict:
@@ -28,20 +36,43 @@ def num_classes(tf_transform_output: tft.TFTransformOutput, task: Task) -> int:
     return tf_transform_output.vocabulary_size_by_name(vocabulary_name(task.label))
 
 
+def _tabular_input(
+    name: str, feature, tf_transform_output: tft.TFTransformOutput
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """Returns a feature's Keras input and its encoding."""
+    if isinstance(feature, tf.io.VarLenFeature):
+        layer_input = tf.keras.Input(shape=(None,), name=name, dtype=feature.dtype, sparse=True)
+    else:
+        layer_input = tf.keras.Input(shape=tuple(feature.shape), name=name, dtype=feature.dtype)
+    if feature.dtype != tf.int64:
+        return layer_input, layer_input
+    buckets = tf_transform_output.num_buckets_for_transformed_feature(name)
+    single = not isinstance(feature, tf.io.VarLenFeature) and list(feature.shape) == [1]
+    encoding = tf.keras.layers.CategoryEncoding(
+        num_tokens=buckets, output_mode="one_hot" if single else "multi_hot"
+    )
+    return layer_input, encoding(layer_input)
+
+
 def build_model(
     tf_transform_output: tft.TFTransformOutput,
     task: Task,
     *,
+    image: ImageDecoding | None = None,
+    image_architecture: str = "resnet",
     hidden_units: Sequence[int] = (64, 32),
-    learning_rate: float = 1e-2,
+    learning_rate: float | None = None,
 ) -> tf.keras.Model:
-    """Builds and compiles a feed-forward network for the task.
+    """Builds and compiles a network for the task.
 
     Args:
       tf_transform_output: the Transform output; its schema gives the inputs.
       task: the label and problem kind; sets the output layer and the loss.
-      hidden_units: widths of the hidden Dense layers.
-      learning_rate: Adam's learning rate.
+      image: for image tasks, how the input pipeline decodes the image
+        feature (its size and channels shape the image input).
+      image_architecture: the convolutional network (see ``image_model``).
+      hidden_units: widths of the hidden Dense layers of tabular models.
+      learning_rate: Adam's learning rate; None: 1e-2 tabular, 1e-3 images.
 
     Returns:
       A compiled Keras model taking a dict of transformed features, which
@@ -50,20 +81,21 @@ def build_model(
     """
     inputs, encoded = {}, []
     for name, feature in sorted(input_feature_spec(tf_transform_output, task).items()):
-        layer_input = tf.keras.Input(shape=(1,), name=name, dtype=feature.dtype)
-        inputs[name] = layer_input
-        if feature.dtype == tf.int64:
-            buckets = tf_transform_output.num_buckets_for_transformed_feature(name)
-            encoded.append(
-                tf.keras.layers.CategoryEncoding(num_tokens=buckets, output_mode="one_hot")(
-                    layer_input
-                )
+        if image is not None and name == image.feature:
+            pixels = tf.keras.Input(
+                shape=(image.size, image.size, image.channels), name=name, dtype=tf.uint8
             )
-        else:
-            encoded.append(layer_input)
+            inputs[name] = pixels
+            encoded.append(image_features(pixels, image_architecture))
+            continue
+        inputs[name], encoding = _tabular_input(name, feature, tf_transform_output)
+        encoded.append(encoding)
     x = tf.keras.layers.concatenate(encoded) if len(encoded) > 1 else encoded[0]
-    for units in hidden_units:
-        x = tf.keras.layers.Dense(units, activation="relu")(x)
+    if image is None:
+        for units in hidden_units:
+            x = tf.keras.layers.Dense(units, activation="relu")(x)
+    if learning_rate is None:
+        learning_rate = IMAGE_LEARNING_RATE if image is not None else TABULAR_LEARNING_RATE
 
     if task.is_classification:
         outputs = tf.keras.layers.Dense(

@@ -1,4 +1,4 @@
-"""How the Trainer trains: batch sizes, caching, precision, epoch length.
+"""How the Trainer trains: batch sizes, caching, precision, epoch length, images.
 
 Travels in the Trainer's ``custom_config`` beside the ``Task``.
 """
@@ -17,6 +17,25 @@ CACHE_MODES = (CACHE_AUTO, CACHE_NONE, CACHE_MEMORY)
 # "auto" caches the transformed train split in memory when its files take
 # less than this on disk (parsed tensors take several times more).
 AUTO_CACHE_MAX_FILE_BYTES = 100 * 1024 * 1024
+# For images "auto" caches decoded pixels in memory when they are estimated
+# to take less than this (a 224x224 RGB image is 150 KB: about 14,000 images).
+AUTO_CACHE_MAX_DECODED_BYTES = 2 * 1024**3
+IMAGE_ARCHITECTURES = ("resnet", "mobilenet_v2", "efficientnet_b0")
+CROP = "crop"
+FLIP = "flip"
+AUGMENTATIONS = (CROP, FLIP)
+
+
+def check_image_settings(channels: int, augment: tuple[str, ...], prefix: str = "") -> None:
+    """Raises ValueError naming the field if the channels or augmentations are unknown."""
+    if channels not in (1, 3):
+        raise ValueError(f"{prefix}channels must be 1 or 3, got {channels}.")
+    unknown = set(augment) - set(AUGMENTATIONS)
+    if unknown:
+        raise ValueError(
+            f"{prefix}augment takes {' and '.join(AUGMENTATIONS)}, got "
+            f"{', '.join(sorted(unknown))}."
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +55,20 @@ class TrainingOptions:
         (``mixed_float16``): faster on GPUs with tensor cores, slower on CPUs.
       epoch_steps: training steps per Keras epoch: how often validation runs
         and the input stall is reported.
+      raw_examples: the Trainer reads ExampleGen's examples and applies the
+        Transform graph in its input pipeline (Transform writes no
+        transformed copy). Image pipelines do this: a copy would rewrite
+        every image's bytes and lose ExampleGen's shard plan, since Beam's
+        writer picks its own shard count (one file for small data).
+      image_size: image tasks: the model's input side in pixels; None picks
+        the median side of a sample of training images, within 32..224.
+        Decoding cost grows with the source images, compute with this.
+      image_channels: 3 (RGB) or 1 (grayscale).
+      image_augment: training augmentations: "crop" (random crops, shifts
+        and zooms up to 1/9) and/or "flip" (left-right; not for text or digits).
+      image_model: "resnet" (a small residual network, fast to train from
+        scratch), "mobilenet_v2" or "efficientnet_b0" (Keras applications,
+        untrained: no weights are downloaded).
     """
 
     batch_size: int = 64
@@ -43,14 +76,28 @@ class TrainingOptions:
     cache: str = CACHE_AUTO
     mixed_precision: bool = False
     epoch_steps: int = 200
+    raw_examples: bool = False
+    image_size: int | None = None
+    image_channels: int = 3
+    image_augment: tuple[str, ...] = (CROP,)
+    image_model: str = "resnet"
 
     def __post_init__(self):
+        object.__setattr__(self, "image_augment", tuple(self.image_augment))
         for field in ("batch_size", "eval_batch_size", "epoch_steps"):
             if getattr(self, field) < 1:
                 raise ValueError(f"{field} must be at least 1, got {getattr(self, field)}.")
         if not self.cache:
             raise ValueError(
                 "cache must be 'auto', 'none', 'memory' or a file path prefix, got ''."
+            )
+        if self.image_size is not None and self.image_size < 32:
+            raise ValueError(f"image_size must be at least 32 pixels, got {self.image_size}.")
+        check_image_settings(self.image_channels, self.image_augment, "image_")
+        if self.image_model not in IMAGE_ARCHITECTURES:
+            raise ValueError(
+                f"image_model must be one of {', '.join(IMAGE_ARCHITECTURES)}, "
+                f"got {self.image_model!r}."
             )
 
     def to_custom_config(self) -> dict[str, Any]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
+from collections.abc import Callable
 
 import tensorflow as tf
 import tensorflow_transform as tft
@@ -12,9 +14,12 @@ from tfx import v1 as tfx
 
 from components.task import Task, transformed_name
 from components.trainer.dataset import list_files, make_dataset
+from components.trainer.image_decoding import ImageDecoding
+from components.trainer.image_sizing import sample_images
 from components.trainer.input_stall import InputStallReport
 from components.trainer.model import build_model
 from components.trainer.options import (
+    AUTO_CACHE_MAX_DECODED_BYTES,
     AUTO_CACHE_MAX_FILE_BYTES,
     CACHE_AUTO,
     CACHE_MEMORY,
@@ -32,33 +37,85 @@ def choose_strategy() -> tf.distribute.Strategy:
     return tf.distribute.get_strategy()
 
 
-def _resolve_cache(cache: str, train_files: list[str], run_id: str) -> str | None:
+@dataclasses.dataclass(frozen=True)
+class _Reading:
+    """How the Trainer reads its examples."""
+
+    feature_spec: dict
+    transform: Callable | None
+    image: ImageDecoding | None
+    cached_bytes: int  # what an "auto" cache would hold, roughly
+
+
+def _reading(
+    fn_args: tfx.components.FnArgs,
+    task: Task,
+    options: TrainingOptions,
+    tf_transform_output: tft.TFTransformOutput,
+) -> _Reading:
+    if options.raw_examples:
+        # ExampleGen's records: parse what the model's inputs and label need,
+        # then apply the Transform graph in the input pipeline.
+        raw_spec = tf_transform_output.raw_feature_spec()
+        needed = {*task.model_inputs(raw_spec), task.label}
+        spec = {k: v for k, v in raw_spec.items() if k in needed}
+        transform = tf_transform_output.transform_features_layer()
+        stored_image = task.image_feature
+    else:
+        spec = tf_transform_output.transformed_feature_spec()
+        transform = None
+        stored_image = task.image_feature and transformed_name(task.image_feature)
+    file_bytes = sum(tf.io.gfile.stat(f).length for f in list_files(fn_args.train_files))
+    if not task.image_feature:
+        return _Reading(spec, transform, None, file_bytes)
+    sample = sample_images(fn_args.train_files, stored_image)
+    image = ImageDecoding(
+        feature=transformed_name(task.image_feature),
+        size=options.image_size or sample.auto_size,
+        channels=options.image_channels,
+        augment=options.image_augment,
+    )
+    logging.info(
+        "Images: median shorter side %d px in a sample of the train split; the model takes "
+        "%dx%dx%d (%s); about %d training images.",
+        sample.median_side,
+        image.size,
+        image.size,
+        image.channels,
+        "chosen" if options.image_size else "auto",
+        sample.estimated_records,
+    )
+    return _Reading(spec, transform, image, sample.estimated_records * image.decoded_bytes)
+
+
+def _resolve_cache(cache: str, reading: _Reading, run_id: str) -> str | None:
     """Turns the cache option into make_dataset's cache argument for this run."""
     if cache == CACHE_NONE:
         return None
     if cache == CACHE_MEMORY:
         return CACHE_MEMORY
     if cache == CACHE_AUTO:
-        size = sum(tf.io.gfile.stat(f).length for f in list_files(train_files))
-        return CACHE_MEMORY if size < AUTO_CACHE_MAX_FILE_BYTES else None
+        limit = AUTO_CACHE_MAX_DECODED_BYTES if reading.image else AUTO_CACHE_MAX_FILE_BYTES
+        return CACHE_MEMORY if reading.cached_bytes < limit else None
     # A folder: each run caches in its own sub-folder, so no run reads another's cache.
     return os.path.join(cache, run_id, "train")
 
 
 # TFX entry point: the Trainer calls run_fn(fn_args).
 def run_fn(fn_args: tfx.components.FnArgs) -> None:
-    """Trains on the transformed train split and saves the serving model.
+    """Trains on the train split and saves the serving model.
 
-    Reads the transformed examples with ``make_dataset`` (feature spec from
-    the Transform output), trains under MirroredStrategy when several GPUs
-    are visible, reports the input stall of every epoch (TensorBoard and
+    Reads the examples with ``make_dataset`` (feature spec from the Transform
+    output; for raw examples the Transform graph runs in the input pipeline,
+    and images are decoded there), trains under MirroredStrategy when several
+    GPUs are visible, reports the input stall of every epoch (TensorBoard and
     ``input_stall.json`` in the model run folder) and saves the model with
     its serving signatures.
 
     Args:
-      fn_args: the Trainer's arguments: transformed example files, the
-        Transform output, step counts, output directories and custom_config
-        (which carries the ``Task`` and the ``TrainingOptions``).
+      fn_args: the Trainer's arguments: example files, the Transform output,
+        step counts, output directories and custom_config (which carries the
+        ``Task`` and the ``TrainingOptions``).
     """
     task = Task.from_custom_config(fn_args.custom_config)
     options = TrainingOptions.from_custom_config(fn_args.custom_config)
@@ -66,25 +123,20 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         tf.keras.mixed_precision.set_global_policy("mixed_float16")
     strategy = choose_strategy()
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
-    feature_spec = tf_transform_output.transformed_feature_spec()
+    reading = _reading(fn_args, task, options, tf_transform_output)
     label_key = transformed_name(task.label)
-    cache = _resolve_cache(
-        options.cache, fn_args.train_files, os.path.basename(fn_args.model_run_dir)
+    cache = _resolve_cache(options.cache, reading, os.path.basename(fn_args.model_run_dir))
+    common = dict(
+        feature_spec=reading.feature_spec,
+        label_key=label_key,
+        transform=reading.transform,
+        image=reading.image,
     )
     train = make_dataset(
-        fn_args.train_files,
-        feature_spec,
-        options.batch_size,
-        training=True,
-        label_key=label_key,
-        cache=cache,
+        fn_args.train_files, batch_size=options.batch_size, training=True, cache=cache, **common
     )
     evaluation = make_dataset(
-        fn_args.eval_files,
-        feature_spec,
-        options.eval_batch_size,
-        training=False,
-        label_key=label_key,
+        fn_args.eval_files, batch_size=options.eval_batch_size, training=False, **common
     )
     epochs = math.ceil(fn_args.train_steps / options.epoch_steps)
     logging.info(
@@ -97,7 +149,9 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         cache or "none",
     )
     with strategy.scope():
-        model = build_model(tf_transform_output, task)
+        model = build_model(
+            tf_transform_output, task, image=reading.image, image_architecture=options.image_model
+        )
     model.fit(
         train,
         epochs=epochs,
@@ -117,5 +171,5 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     serving_model.save(
         fn_args.serving_model_dir,
         save_format="tf",
-        signatures=make_signatures(serving_model, tf_transform_output, task),
+        signatures=make_signatures(serving_model, tf_transform_output, task, reading.image),
     )

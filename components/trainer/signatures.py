@@ -1,7 +1,12 @@
 """Serving signatures exported with the model.
 
-- ``serving_default``: serialized raw tf.Examples (no label) in, predictions out.
-  The Transform graph runs inside, so clients send raw data.
+- ``serving_default``: serialized raw tf.Examples in, predictions out. The
+  examples need only the model's inputs (no label; for images, only the
+  encoded image bytes, exactly as ExampleGen stored them). The Transform
+  graph runs inside, and images are decoded and resized inside by the same
+  code as training (``ImageDecoding``), so clients send raw data and nothing
+  differs between training and serving. Bytes that are not an image are an
+  error, not a prediction.
 - ``transform_features``: serialized raw tf.Examples (with label) in,
   transformed features out. TFMA's Evaluator uses it to get the transformed label.
 """
@@ -12,6 +17,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 
 from components.task import Task
+from components.trainer.image_decoding import ImageDecoding
 
 SERVING_SIGNATURE = "serving_default"
 TRANSFORM_SIGNATURE = "transform_features"
@@ -20,19 +26,33 @@ _EXAMPLES_SPEC = tf.TensorSpec(shape=[None], dtype=tf.string, name="examples")
 
 
 def make_signatures(
-    model: tf.keras.Model, tf_transform_output: tft.TFTransformOutput, task: Task
+    model: tf.keras.Model,
+    tf_transform_output: tft.TFTransformOutput,
+    task: Task,
+    image: ImageDecoding | None = None,
 ) -> dict:
-    """Returns the signatures to pass to ``model.save(signatures=...)``."""
+    """Returns the signatures to pass to ``model.save(signatures=...)``.
+
+    Args:
+      model: the trained Keras model (inputs keyed by transformed name).
+      tf_transform_output: the Transform output, run inside both signatures.
+      task: the label and the model's inputs.
+      image: how the input pipeline decoded the image feature, for image tasks.
+    """
     # Attached to the model so the Transform graph's assets are saved with it.
     model.tft_layer = tf_transform_output.transform_features_layer()
     raw_spec = tf_transform_output.raw_feature_spec()
-    serving_spec = {k: v for k, v in raw_spec.items() if k != task.label}
+    inputs = set(task.model_inputs(raw_spec))
+    serving_spec = {k: v for k, v in raw_spec.items() if k in inputs}
     input_names = set(model.input_names)
 
     @tf.function(input_signature=[_EXAMPLES_SPEC])
     def serve(examples):
         features = model.tft_layer(tf.io.parse_example(examples, serving_spec))
-        return model({k: v for k, v in features.items() if k in input_names})
+        features = {k: v for k, v in features.items() if k in input_names}
+        if image is not None:
+            features[image.feature] = image.decode_batch(features[image.feature])
+        return model(features)
 
     @tf.function(input_signature=[_EXAMPLES_SPEC])
     def transform_features(examples):
