@@ -79,19 +79,29 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def _run(args: argparse.Namespace) -> None:
-    from pipelines.local_runner import LocalLayout, run_locally
-    from pipelines.run_summary import summarize_run
+    from pipelines.local_layout import LocalLayout
 
     output = os.path.abspath(args.output)
     check_writable(output)
     name = args.name or dataset_name(args.data or str(DEFAULT_DATA))
     layout = LocalLayout(output_dir=output, name=name)
     config = config_from_args(args, serving_dir=layout.serving_dir)
+    source = config.source
     print(
-        f"Running pipeline {config.name!r} on {config.data_root} (label {config.task.label!r}, "
-        f"{config.task.problem}); schema: {config.schema_path or 'inferred by SchemaGen'}",
+        f"Running pipeline {config.name!r} on {source.root} ({source.format}, label "
+        f"{config.task.label!r}, {config.task.problem}); schema: "
+        f"{config.schema_path or 'inferred by SchemaGen'}",
         flush=True,
     )
+    if config.module_file:
+        print(
+            f"Module file {config.module_file.path}: its "
+            f"{' and '.join(config.module_file.functions)} replace(s) the built-in one(s)",
+            flush=True,
+        )
+    from pipelines.local_runner import run_locally
+    from pipelines.run_summary import summarize_run
+
     started = time.monotonic()
     run_locally(config, layout, args.beam_arg)
     summary = summarize_run(layout.metadata_path)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from components.data_source import DataSource
 from components.task import Task
 from components.trainer.options import TrainingOptions
+from pipelines.module_file import ModuleFile
 
 _NAME_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -37,15 +39,44 @@ class EvaluationThresholds:
 
 
 @dataclasses.dataclass(frozen=True)
+class IngestOptions:
+    """How ShardedExampleGen writes the data's TFRecords.
+
+    Attributes:
+      num_readers: workers expected to read the data in parallel (about 10
+        per training server): each split gets at least this many shards,
+        data allowing, so reads overlap even when the data is smaller than
+        one shard's target size.
+      compression: ``gzip`` or ``none``; None: the format's default, GZIP for
+        tabular data (text compresses several-fold) and none for images
+        (encoded images shrink by a few percent under GZIP, which doubles the
+        CPU of reading them).
+    """
+
+    num_readers: int = 10
+    compression: str | None = None
+
+    def __post_init__(self):
+        if self.num_readers < 1:
+            raise ValueError(f"num_readers must be at least 1, got {self.num_readers}.")
+        if self.compression not in (None, "gzip", "none"):
+            raise ValueError(f"compression must be gzip or none, got {self.compression!r}.")
+
+    def compression_for(self, source: DataSource) -> str:
+        """The compression the shards of ``source`` get."""
+        return self.compression or ("none" if source.is_images else "gzip")
+
+
+@dataclasses.dataclass(frozen=True)
 class PipelineConfig:
     """What the pipeline reads, learns and keeps.
 
     Attributes:
       name: pipeline name (lower-case letters, digits and '-'): names the
         metadata contexts, the pipeline root folder and the pushed model.
-      data_root: folder (local path or gs:// / s3:// URI) holding the CSV
-        files, each with the same header row.
-      task: the label column and the problem kind.
+      source: the data folder (local path or gs:// / s3:// URI) and its
+        format: CSV, Parquet or images.
+      task: the label, the problem kind and the model's inputs.
       serving_dir: where the Pusher writes blessed models, one numbered
         version folder each.
       schema_path: a curated schema.pbtxt to import; None infers one from
@@ -53,11 +84,14 @@ class PipelineConfig:
       train_steps: training steps (batches of the Trainer's batch size).
       eval_steps: validation steps run by the Trainer after training.
       thresholds: what blesses a model.
-      training: the Trainer's batch sizes, cache and precision.
+      training: the Trainer's batch sizes, cache, precision and image settings.
+      ingest: the shards ExampleGen writes.
+      module_file: the user's module file, whose preprocessing_fn and/or
+        run_fn replace the built-in ones; None: the built-in ones.
     """
 
     name: str
-    data_root: str
+    source: DataSource
     task: Task
     serving_dir: str
     schema_path: str | None = None
@@ -65,6 +99,8 @@ class PipelineConfig:
     eval_steps: int = 20
     thresholds: EvaluationThresholds = dataclasses.field(default_factory=EvaluationThresholds)
     training: TrainingOptions = dataclasses.field(default_factory=TrainingOptions)
+    ingest: IngestOptions = dataclasses.field(default_factory=IngestOptions)
+    module_file: ModuleFile | None = None
 
     def __post_init__(self):
         if not _NAME_PATTERN.match(self.name):
@@ -75,3 +111,7 @@ class PipelineConfig:
         for field in ("train_steps", "eval_steps"):
             if getattr(self, field) < 1:
                 raise ValueError(f"{field} must be at least 1, got {getattr(self, field)}.")
+        if self.source.is_images and not self.task.image_feature:
+            raise ValueError(
+                f"{self.source.root} holds images: the task must name its image_feature."
+            )

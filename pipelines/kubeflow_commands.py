@@ -191,10 +191,16 @@ def run_compile(args: argparse.Namespace) -> str:
         placements=placements,
     )
     print(f"Wrote Kubeflow Pipelines v2 spec for {config.name!r} to {os.path.abspath(output)}")
-    if "://" not in config.data_root:
+    if "://" not in config.source.root:
         print(
-            f"note: pods read --data {config.data_root} at that path: pass a bucket URI "
+            f"note: pods read --data {config.source.root} at that path: pass a bucket URI "
             "(gs://...) unless the cluster mounts it there",
+            file=sys.stderr,
+        )
+    if config.module_file and "://" not in config.module_file.path:
+        print(
+            f"note: pods import --module-file {config.module_file.path} at that path: copy it "
+            "into an image built from ours at that path, mount it there, or pass a bucket URI",
             file=sys.stderr,
         )
     return output

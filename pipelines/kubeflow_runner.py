@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 
@@ -26,6 +27,8 @@ _DEFAULT_IMAGE_KEY = "default_image_path"
 # The YAML carries no pipeline root: KFP takes it when the run is created.
 # TFX still wants one to build the pipeline object.
 _PIPELINE_ROOT_SET_AT_SUBMISSION = "pipeline-root-set-at-submission"
+# TFX's switch (tfx.components.util.udf_utils) that leaves module files unpackaged.
+_DO_NOT_PACKAGE = "UNSUPPORTED_DO_NOT_PACKAGE_USER_MODULES"
 
 
 def compile_for_kubeflow(
@@ -63,9 +66,10 @@ def compile_for_kubeflow(
     """
     if not output_file.endswith((".yaml", ".yml")):
         raise ValueError(f"Output {output_file!r} must end in .yaml or .yml.")
-    pipeline = create_pipeline(
-        config, _PIPELINE_ROOT_SET_AT_SUBMISSION, compare_to_latest_blessed=False
-    )
+    with _module_file_by_path():
+        pipeline = create_pipeline(
+            config, _PIPELINE_ROOT_SET_AT_SUBMISSION, compare_to_latest_blessed=False
+        )
     resources = trainer_resources or TrainerResources()
     resource_spec = resources.to_resource_spec()
     if resource_spec.ByteSize():  # an empty spec would still write `resources: {}`
@@ -84,6 +88,24 @@ def compile_for_kubeflow(
     if placements:
         _append_platform_spec(output_file, placements)
     return output_file
+
+
+@contextlib.contextmanager
+def _module_file_by_path():
+    """Keeps a module file as its path in the spec, for the pods to import.
+
+    TFX otherwise builds a wheel of it into the pipeline root at compile time,
+    which for KFP is only known when the run is created.
+    """
+    previous = os.environ.get(_DO_NOT_PACKAGE)
+    os.environ[_DO_NOT_PACKAGE] = "1"
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ[_DO_NOT_PACKAGE]
+        else:
+            os.environ[_DO_NOT_PACKAGE] = previous
 
 
 def _append_platform_spec(output_file: str, placements: Mapping[str, TaskPlacement]) -> None:

@@ -1,24 +1,37 @@
-"""The tabular training pipeline, shared by the local and the Kubeflow runner.
+"""The training pipeline, shared by the local and the Kubeflow runner.
 
 ShardedExampleGen → StatisticsGen → SchemaGen (or a curated schema through
 ImportSchemaGen, which then also types the CSV columns) → ExampleValidator →
 Transform → Trainer → Evaluator → Pusher.
+
+One pipeline for every format; what differs is data, not structure:
+
+- tabular (CSV, Parquet): Transform writes transformed examples (GZIP
+  shards) and the Trainer reads them;
+- images: statistics describe the image feature as images (TFDV's image
+  domain: formats, sizes); Transform computes the label vocabulary and
+  passes the encoded bytes through, but writes no copy of them: the Trainer
+  reads ExampleGen's own shards (uncompressed, at least one per reader) and
+  runs the Transform graph and the image decoding in its input pipeline.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
+import tensorflow_data_validation as tfdv
 from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
 
 from components.example_gen import ShardedExampleGen
+from components.example_gen.shard_plan import ShardingOptions
 from pipelines.config import PipelineConfig
 from pipelines.evaluation import make_eval_config
+from pipelines.module_file import PREPROCESSING_FN, RUN_FN
 
-PREPROCESSING_FN = "components.transform.preprocessing.preprocessing_fn"
-RUN_FN = "components.trainer.run.run_fn"
-CSV_PATTERN = "*.csv"
+BUILT_IN_PREPROCESSING_FN = "components.transform.preprocessing.preprocessing_fn"
+BUILT_IN_RUN_FN = "components.trainer.run.run_fn"
 TRAINER_ID = "Trainer"
 PUSHER_ID = "Pusher"
 
@@ -29,6 +42,14 @@ def _latest_blessed_model() -> tfx.dsl.Resolver:
         model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
         model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
     ).with_id("latest_blessed_model_resolver")
+
+
+def _user_code(config: PipelineConfig, function: str, built_in: str) -> dict:
+    """The Transform / Trainer argument naming the function to run: the user's, else ours."""
+    module = config.module_file
+    if module and module.defines(function):
+        return {"module_file": module.path}
+    return {function: built_in}
 
 
 def create_pipeline(
@@ -55,21 +76,30 @@ def create_pipeline(
     Returns:
       The TFX pipeline.
     """
+    source = config.source
+    images = source.is_images
     curated_schema = (
         tfx.components.ImportSchemaGen(schema_file=config.schema_path)
         if config.schema_path
         else None
     )
     example_gen = ShardedExampleGen(
-        input_base=config.data_root,
+        input_base=source.root,
+        source_format=source.format,
+        sharding=ShardingOptions(num_readers=config.ingest.num_readers),
+        compression=config.ingest.compression_for(source),
         input_config=tfx.proto.Input(
-            splits=[tfx.proto.Input.Split(name="single_split", pattern=CSV_PATTERN)]
+            splits=[tfx.proto.Input.Split(name="single_split", pattern=source.file_pattern)]
         ),
         label_key=config.task.label,
         # A curated schema types the CSV columns; otherwise they are inferred.
         schema=curated_schema.outputs["schema"] if curated_schema else None,
     )
-    statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
+    statistics_gen = tfx.components.StatisticsGen(
+        examples=example_gen.outputs["examples"],
+        # Image bytes get image statistics (formats, sizes) instead of string ones.
+        stats_options=tfdv.StatsOptions(enable_semantic_domain_stats=True) if images else None,
+    )
     schema_gen = curated_schema or tfx.components.SchemaGen(
         statistics=statistics_gen.outputs["statistics"], infer_feature_shape=True
     )
@@ -80,17 +110,24 @@ def create_pipeline(
     transform = tfx.components.Transform(
         examples=example_gen.outputs["examples"],
         schema=schema_gen.outputs["schema"],
-        preprocessing_fn=PREPROCESSING_FN,
+        materialize=not images,
+        # StatisticsGen has described the images already; another pass over
+        # their bytes would only repeat it.
+        disable_statistics=images,
         custom_config=task_config,
+        **_user_code(config, PREPROCESSING_FN, BUILT_IN_PREPROCESSING_FN),
     )
+    training = dataclasses.replace(config.training, raw_examples=images)
     trainer = tfx.components.Trainer(
-        run_fn=RUN_FN,
-        examples=transform.outputs["transformed_examples"],
+        examples=(
+            example_gen.outputs["examples"] if images else transform.outputs["transformed_examples"]
+        ),
         transform_graph=transform.outputs["transform_graph"],
         schema=schema_gen.outputs["schema"],
         train_args=tfx.proto.TrainArgs(num_steps=config.train_steps),
         eval_args=tfx.proto.EvalArgs(num_steps=config.eval_steps),
-        custom_config={**task_config, **config.training.to_custom_config()},
+        custom_config={**task_config, **training.to_custom_config()},
+        **_user_code(config, RUN_FN, BUILT_IN_RUN_FN),
     ).with_id(TRAINER_ID)
     components = [
         example_gen,

@@ -71,3 +71,62 @@ def read_split(folder: Path) -> list[tf.train.Example]:
         for record in tf.data.TFRecordDataset(str(path), compression_type=compression):
             examples.append(tf.train.Example.FromString(record.numpy()))
     return examples
+
+
+DIGITS = Path(__file__).resolve().parents[1] / "data" / "digits"
+# Files that are no image TensorFlow decodes, planted among the digits, and
+# the reason the quarantine must give for each.
+PLANTED_BAD_IMAGES = {
+    "empty.jpg": b"",
+    "notes.jpg": b"a text file named like a JPEG\n",
+}
+
+
+def _odd_encodings(png: bytes) -> dict[str, bytes]:
+    """The same digit as a CMYK JPEG, a 16-bit PNG, an RGBA PNG and a larger grayscale JPEG."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    gray = np.array(Image.open(io.BytesIO(png)))
+    larger = np.kron(gray, np.ones((3, 3), dtype=np.uint8))  # 24x24
+    rgba = np.dstack([larger] * 3 + [np.full_like(larger, 255)])
+    cmyk = io.BytesIO()
+    Image.fromarray(np.dstack([gray] * 3)).convert("CMYK").save(cmyk, "JPEG", quality=95)
+    return {
+        "cmyk.jpg": cmyk.getvalue(),
+        "deep.png": tf.io.encode_png((gray.astype(np.uint16) * 257)[..., None]).numpy(),
+        "rgba.png": tf.io.encode_png(rgba).numpy(),
+        "large.jpg": tf.io.encode_jpeg(larger[..., None], quality=95).numpy(),
+    }
+
+
+def write_digit_images(folder: Path, digits=(0, 1, 7), per_class: int = 120) -> dict[str, int]:
+    """Copies bundled digits into class folders, with odd encodings and bad files planted.
+
+    Each class gets ``per_class`` of its PNGs, the first of them also in four
+    other encodings (CMYK JPEG, 16-bit PNG, 24x24 RGBA, 24x24 JPEG); the
+    first class gets the PLANTED_BAD_IMAGES and a truncated JPEG.
+
+    Returns:
+      The label (class index) of every valid image, by file name.
+    """
+    labels = {}
+    for label, digit in enumerate(digits):
+        target = folder / str(digit)
+        target.mkdir(parents=True)
+        pngs = sorted((DIGITS / str(digit)).glob("*.png"))[:per_class]
+        for png in pngs:
+            (target / png.name).write_bytes(png.read_bytes())
+            labels[png.name] = label
+        for suffix, encoded in _odd_encodings(pngs[0].read_bytes()).items():
+            name = f"{pngs[0].stem}-{suffix}"
+            (target / name).write_bytes(encoded)
+            labels[name] = label
+    first = folder / str(digits[0])
+    for name, content in PLANTED_BAD_IMAGES.items():
+        (first / name).write_bytes(content)
+    large = (first / next(n for n in labels if n.endswith("large.jpg"))).read_bytes()
+    (first / "truncated.jpg").write_bytes(large[: len(large) // 2])
+    return labels

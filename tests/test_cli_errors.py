@@ -22,12 +22,21 @@ def test_missing_data_folder(capsys, tmp_path):
     assert err == f"error: Data folder {tmp_path / 'nope'} does not exist or is not a folder."
 
 
-def test_folder_without_csv(capsys, tmp_path):
+def test_folder_without_known_data(capsys, tmp_path):
     (tmp_path / "notes.txt").write_text("hello\n")
     status, err = _error_of(capsys, ["run", "--data", str(tmp_path), "--label", "y"])
     assert status == 2
-    assert "holds no *.csv file" in err
+    assert "holds no data in a layout this project reads" in err
     _assert_one_line(err)
+
+
+def test_format_that_the_folder_does_not_hold(capsys, tmp_path):
+    (tmp_path / "d.csv").write_text("a,b\n1,2\n")
+    status, err = _error_of(
+        capsys, ["run", "--data", str(tmp_path), "--format", "parquet", "--label", "a"]
+    )
+    assert status == 2
+    assert err == f"error: Data folder {tmp_path} holds no *.parquet file."
 
 
 def test_label_not_in_csv(capsys, tmp_path):
@@ -48,6 +57,7 @@ def test_csv_files_with_different_headers(capsys, tmp_path):
 
 
 def test_data_without_label(capsys, tmp_path):
+    (tmp_path / "d.csv").write_text("a,b\n1,2\n")
     status, err = _error_of(capsys, ["run", "--data", str(tmp_path)])
     assert status == 2
     assert err == "error: --label is required with --data: name the column to predict."
@@ -82,6 +92,73 @@ def test_missing_schema_file(capsys, tmp_path):
     )
     assert status == 2
     assert err == f"error: Schema file {missing} does not exist."
+
+
+def _image_folder(root):
+    for name in ("cat", "dog"):
+        (root / name).mkdir(parents=True)
+        (root / name / "a.png").write_bytes(b"")
+    return root
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--problem", "regression"], "Image data trains a classifier"),
+        (["--inputs", "image,class_name"], "--inputs class_name: the class name is the label"),
+        (["--augment", "rotate"], "image_augment takes crop and flip, got rotate."),
+        (["--image-size", "16"], "image_size must be at least 32 pixels, got 16."),
+    ],
+)
+def test_bad_image_options(capsys, tmp_path, extra, message):
+    data = _image_folder(tmp_path / "pets")
+    status, err = _error_of(capsys, ["compile", "--data", str(data), *extra])
+    assert status == 2
+    assert message in err
+    _assert_one_line(err)
+
+
+def test_image_options_for_tabular_data(capsys, tmp_path):
+    (tmp_path / "d.csv").write_text("a,b\n1,2\n")
+    status, err = _error_of(
+        capsys, ["run", "--data", str(tmp_path), "--label", "a", "--image-size", "64"]
+    )
+    assert status == 2
+    assert err == "error: --image-size: only for image data."
+
+
+def test_inputs_that_are_not_columns(capsys, tmp_path):
+    (tmp_path / "d.csv").write_text("a,b,c\n1,2,3\n")
+    status, err = _error_of(
+        capsys, ["run", "--data", str(tmp_path), "--label", "a", "--inputs", "b,z"]
+    )
+    assert status == 2
+    assert err == f"error: --inputs z: not a column of {tmp_path}; columns are: a, b, c."
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("def trainer_fn(args):\n    pass\n", "defines neither preprocessing_fn nor run_fn"),
+        ("def run_fn(fn_args)\n    pass\n", "does not import: SyntaxError: expected ':'"),
+        ("import no_such_package\n", "does not import: ModuleNotFoundError: No module named"),
+    ],
+    ids=["no-entry-point", "syntax-error", "import-error"],
+)
+def test_bad_module_file(capsys, tmp_path, source, message):
+    module = tmp_path / "my_module.py"
+    module.write_text(source)
+    status, err = _error_of(capsys, ["run", "--module-file", str(module)])
+    assert status == 2
+    assert err.startswith(f"error: Module file {module} ")
+    assert message in err
+    _assert_one_line(err)
+
+
+def test_missing_module_file(capsys, tmp_path):
+    status, err = _error_of(capsys, ["run", "--module-file", str(tmp_path / "none.py")])
+    assert status == 2
+    assert err == f"error: Module file {tmp_path / 'none.py'} does not exist."
 
 
 def test_unknown_problem_is_rejected_by_argparse(capsys):

@@ -193,3 +193,41 @@ def test_bad_trainer_resources_are_one_line_errors(flags, message, tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip().startswith(f"error: {message}")
     assert not (tmp_path / "p.yaml").exists()
+
+
+def test_image_pipeline_with_a_module_file_compiles_for_pods(tmp_path, repo_root):
+    module = tmp_path / "my_trainer.py"
+    module.write_text("def run_fn(fn_args):\n    pass\n")
+    output = tmp_path / "digits.yaml"
+    result = run_cli(
+        "compile", "--data", str(repo_root / "data" / "digits"), "--output", str(output),
+        "--module-file", str(module), cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert f"pods import --module-file {module} at that path" in result.stderr
+    spec = _pipeline_spec(output)
+    tasks = spec["root"]["dag"]["tasks"]
+
+    def constant(task, name):
+        return tasks[task]["inputs"]["parameters"][name]["runtimeValue"]["constant"]
+
+    # The module file stays a path for the pods to import (no wheel in a
+    # pipeline root that is only known at submission); only its run_fn is used.
+    assert constant("Trainer", "module_file") == str(module)
+    assert "run_fn" not in tasks["Trainer"]["inputs"]["parameters"]
+    assert constant("Transform", "preprocessing_fn") == (
+        "components.transform.preprocessing.preprocessing_fn"
+    )
+    assert not list(tmp_path.glob("pipeline-root-set-at-submission*"))
+    # Images: uncompressed shards for 10 readers, image statistics, no
+    # transformed copy of the images; the Trainer reads ExampleGen's shards.
+    assert constant("ShardedExampleGen", "source_format") == "images"
+    assert constant("ShardedExampleGen", "compression") == "none"
+    assert constant("ShardedExampleGen", "num_readers") == 10
+    assert '"enable_semantic_domain_stats": true' in constant("StatisticsGen", "stats_options_json")
+    trainer_examples = tasks["Trainer"]["inputs"]["artifacts"]["examples"]["taskOutputArtifact"]
+    assert trainer_examples["producerTask"] == "ShardedExampleGen"
+    transform = spec["components"][tasks["Transform"]["componentRef"]["name"]]
+    assert "transformed_examples" not in transform["outputDefinitions"]["artifacts"]
+    assert '"raw_examples": true' in constant("Trainer", "custom_config")
+    assert constant("ImportSchemaGen", "schema_file") == "/app/schemas/digits/schema.pbtxt"

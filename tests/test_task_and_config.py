@@ -4,23 +4,67 @@ import re
 
 import pytest
 
+from components.data_source import DataSource
 from components.task import Task
 from components.trainer.options import TrainingOptions
-from pipelines.config import EvaluationThresholds, PipelineConfig
+from pipelines.config import EvaluationThresholds, IngestOptions, PipelineConfig
+from pipelines.module_file import ModuleFile
 from pipelines.trainer_resources import TrainerResources
 
 
 def _config(**overrides) -> PipelineConfig:
     fields = dict(
-        name="penguins", data_root="/data", task=Task(label="species"), serving_dir="/serving"
+        name="penguins",
+        source=DataSource("/data", "csv"),
+        task=Task(label="species"),
+        serving_dir="/serving",
     )
     fields.update(overrides)
     return PipelineConfig(**fields)
 
 
-def test_task_round_trips_through_custom_config():
-    task = Task(label="price", problem="regression")
+@pytest.mark.parametrize(
+    "task",
+    [
+        Task(label="price", problem="regression"),
+        Task(label="y", inputs=("a", "b"), multi_valued=("b",)),
+        Task(label="label", image_feature="image"),
+    ],
+)
+def test_task_round_trips_through_custom_config(task):
     assert Task.from_custom_config(task.to_custom_config()) == task
+
+
+def test_image_task_reads_the_image_alone_by_default():
+    task = Task(label="label", image_feature="image")
+    assert task.model_inputs(["image", "label", "class_name", "filename", "height"]) == ["image"]
+    # Tabular tasks read every feature but the label.
+    assert Task(label="y").model_inputs(["b", "y", "a"]) == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"label": "y", "inputs": ("x", "y")}, "Task.inputs holds the label 'y'"),
+        ({"label": "y", "inputs": ()}, "Task.inputs must name at least one feature"),
+        (
+            {"label": "label", "image_feature": "image", "inputs": ("height",)},
+            "Task.image_feature 'image' is not among the inputs ['height']",
+        ),
+        (
+            {"label": "label", "image_feature": "image", "problem": "regression"},
+            "An image task must be a classification",
+        ),
+    ],
+)
+def test_task_rejects_inconsistent_inputs(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Task(**kwargs)
+
+
+def test_task_names_inputs_missing_from_the_schema():
+    with pytest.raises(ValueError, match=r"Input feature\(s\) 'z' not in the schema"):
+        Task(label="y", inputs=("a", "z")).model_inputs(["a", "y"])
 
 
 def test_task_rejects_unknown_problem():
@@ -57,7 +101,15 @@ def test_thresholds_are_range_checked():
 
 
 def test_training_options_round_trip_through_custom_config():
-    options = TrainingOptions(batch_size=1024, cache="memory", mixed_precision=True)
+    options = TrainingOptions(
+        batch_size=1024,
+        cache="memory",
+        mixed_precision=True,
+        raw_examples=True,
+        image_size=96,
+        image_augment=("crop", "flip"),
+        image_model="mobilenet_v2",
+    )
     config = {**Task(label="y").to_custom_config(), **options.to_custom_config()}
     assert TrainingOptions.from_custom_config(config) == options
     # A Trainer configured before the options existed gets the defaults.
@@ -72,6 +124,10 @@ def test_training_options_round_trip_through_custom_config():
         ({"batch_size": 0}, "batch_size must be at least 1, got 0."),
         ({"epoch_steps": -5}, "epoch_steps must be at least 1, got -5."),
         ({"cache": ""}, "cache must be 'auto', 'none', 'memory' or a file path prefix"),
+        ({"image_size": 16}, "image_size must be at least 32 pixels, got 16."),
+        ({"image_augment": ("rotate",)}, "image_augment takes crop and flip, got rotate."),
+        ({"image_model": "vgg"}, "image_model must be one of resnet, mobilenet_v2"),
+        ({"image_channels": 2}, "image_channels must be 1 or 3, got 2."),
     ],
 )
 def test_training_options_reject_bad_values(kwargs, message):
@@ -84,3 +140,23 @@ def test_cpu_only_trainer_resources_request_no_accelerator():
     assert not spec.HasField("accelerator")
     assert spec.resource_cpu_limit == "7500m"
     assert spec.cpu_limit == pytest.approx(7.5)
+
+
+def test_ingest_compression_defaults_by_format():
+    assert IngestOptions().compression_for(DataSource("/d", "csv")) == "gzip"
+    assert IngestOptions().compression_for(DataSource("/d", "parquet")) == "gzip"
+    assert IngestOptions().compression_for(DataSource("/d", "images")) == "none"
+    assert IngestOptions(compression="gzip").compression_for(DataSource("/d", "images")) == "gzip"
+    with pytest.raises(ValueError, match="num_readers must be at least 1, got 0"):
+        IngestOptions(num_readers=0)
+
+
+def test_module_file_names_its_entry_points():
+    with pytest.raises(ValueError, match="must name preprocessing_fn and/or run_fn"):
+        ModuleFile(path="m.py", functions=("trainer_fn",))
+    assert ModuleFile(path="m.py", functions=["run_fn"]).defines("run_fn")
+
+
+def test_image_source_needs_an_image_task():
+    with pytest.raises(ValueError, match="holds images: the task must name its image_feature"):
+        _config(source=DataSource("/photos", "images"), task=Task(label="label"))

@@ -1,0 +1,177 @@
+"""The image pipeline end to end through LocalDagRunner: folders of digits to a served model."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_transform as tft
+
+from components.task import transformed_name
+from components.trainer import make_dataset
+from components.trainer.image_decoding import ImageDecoding
+from conftest import run_cli
+from example_data import PLANTED_BAD_IMAGES, write_digit_images
+from pipelines.run_summary import summarize_run
+
+pytestmark = pytest.mark.e2e
+
+# Three digits a small network tells apart after a few hundred steps; chance is 1/3.
+MIN_ACCURACY = 0.9
+
+
+@pytest.fixture(scope="module")
+def digits_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("digits-run")
+    data = root / "digits-017"
+    labels = write_digit_images(data)
+    output = root / "out"
+    result = run_cli("run", "--data", str(data), "--output", str(output), "--train-steps", "200")
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = summarize_run(str(output / "metadata" / "digits-017" / "metadata.db"))
+    return output / "pipeline_root" / "digits-017", labels, summary, result
+
+
+def _artifact(root: Path, component: str, output: str) -> Path:
+    (path,) = (root / component / output).iterdir()
+    return path
+
+
+def _eval_records(root: Path) -> list[bytes]:
+    split = _artifact(root, "ShardedExampleGen", "examples") / "Split-eval"
+    return [r.numpy() for f in sorted(split.iterdir()) for r in tf.data.TFRecordDataset(str(f))]
+
+
+def _feature(record: bytes, name: str):
+    value = tf.train.Example.FromString(record).features.feature[name]
+    return value.bytes_list.value[0] if value.bytes_list.value else value.int64_list.value[0]
+
+
+def _serve(summary):
+    return tf.saved_model.load(summary.pushed_model).signatures["serving_default"]
+
+
+def _predict(serve, records: list[bytes]) -> np.ndarray:
+    (probabilities,) = serve(examples=tf.constant(records)).values()
+    return probabilities.numpy()
+
+
+def _vocabulary(root: Path) -> list[int]:
+    """The label vocabulary: model output index -> class index."""
+    transform = tft.TFTransformOutput(str(_artifact(root, "Transform", "transform_graph")))
+    return [int(v) for v in transform.vocabulary_by_name("label_vocab")]
+
+
+def test_image_model_is_blessed_and_pushed(digits_run):
+    _, _, summary, result = digits_run
+    assert summary.blessed and summary.pushed_model
+    assert Path(summary.pushed_model, "saved_model.pb").is_file()
+    assert summary.metrics["sparse_categorical_accuracy"] >= MIN_ACCURACY
+    # Odd encodings (CMYK JPEG, 16-bit PNG, RGBA, larger sizes) all decoded in training.
+    assert "did not decode" not in result.stderr
+
+
+def test_bad_files_are_quarantined_through_run(digits_run):
+    root, labels, _, _ = digits_run
+    quarantine = _artifact(root, "ShardedExampleGen", "quarantine")
+    records = [
+        json.loads(line)
+        for path in quarantine.glob("*.jsonl")
+        for line in path.read_text().splitlines()
+    ]
+    assert sorted(r["content"] for r in records) == sorted([*PLANTED_BAD_IMAGES, "truncated.jpg"])
+    assert all(r["reason"].startswith("not an image: ") for r in records)
+    assert not any("{{function_node" in r["reason"] for r in records)
+    plan = json.loads(
+        (_artifact(root, "ShardedExampleGen", "examples") / "shard_plan.json").read_text()
+    )
+    assert plan["records_written"] == len(labels) and plan["quarantined"] == 3
+    # Uncompressed image shards, at least one per reader (10 by default), data allowing.
+    assert plan["compression"] == "none"
+    assert all(len(split["shards"]) >= 2 for split in plan["splits"].values())
+
+
+def test_statistics_describe_the_image_as_an_image(digits_run):
+    root, _, _, _ = digits_run
+    import tensorflow_data_validation as tfdv
+
+    stats = tfdv.load_stats_binary(
+        str(_artifact(root, "StatisticsGen", "statistics") / "Split-train" / "FeatureStats.pb")
+    )
+    image = next(f for f in stats.datasets[0].features if f.path.step == ["image"])
+    custom = {c.name: c for c in image.custom_stats}
+    assert custom["domain_info"].str == "image_domain {}"
+    formats = {b.label for b in custom["image_format_histogram"].rank_histogram.buckets}
+    assert {"png", "jpeg"} <= formats
+    anomalies = _artifact(root, "ExampleValidator", "anomalies")
+    from tensorflow_metadata.proto.v0 import anomalies_pb2
+
+    for split in ("Split-train", "Split-eval"):
+        found = anomalies_pb2.Anomalies.FromString(
+            (anomalies / split / "SchemaDiff.pb").read_bytes()
+        )
+        assert not found.anomaly_info, dict(found.anomaly_info)
+
+
+def test_serving_gives_the_training_paths_predictions(digits_run):
+    root, _, summary, _ = digits_run
+    records = _eval_records(root)
+    served = _predict(_serve(summary), records)
+    # The training path: make_dataset over the same raw shards, the Transform
+    # graph and the image decoding in the input pipeline, then the Keras model.
+    transform = tft.TFTransformOutput(str(_artifact(root, "Transform", "transform_graph")))
+    tft_layer = transform.transform_features_layer()
+    model = tf.keras.models.load_model(summary.pushed_model)
+    size = model.inputs[0].shape[1]
+    spec = {k: v for k, v in transform.raw_feature_spec().items() if k in ("image", "filename")}
+    dataset = make_dataset(
+        str(_artifact(root, "ShardedExampleGen", "examples") / "Split-eval" / "*"),
+        spec,
+        32,
+        training=False,
+        num_epochs=1,
+        transform=lambda f: {**tft_layer({"image": f["image"]}), "filename": f["filename"]},
+        image=ImageDecoding(transformed_name("image"), size=size),
+    )
+    trained = {}
+    for features in dataset:
+        names = features.pop("filename").numpy().ravel()
+        trained.update(zip(names, model(features).numpy(), strict=True))
+    assert len(trained) == len(records)
+    for record, probabilities in zip(records, served, strict=True):
+        np.testing.assert_allclose(probabilities, trained[_feature(record, "filename")], atol=1e-5)
+
+
+def test_model_predicts_from_pixels_not_from_the_label_copies(digits_run):
+    root, _, summary, _ = digits_run
+    serve = _serve(summary)
+    records = _eval_records(root)
+    by_label = {}
+    for record in records:
+        by_label.setdefault(_feature(record, "label"), []).append(record)
+    zeros, ones = by_label[0][:20], by_label[1][:20]
+    swapped = []
+    for zero, one in zip(zeros, ones, strict=True):
+        for mine, other in ((zero, one), (one, zero)):
+            example = tf.train.Example.FromString(mine)
+            theirs = tf.train.Example.FromString(other).features.feature
+            for key in ("class_name", "filename", "label"):
+                example.features.feature[key].CopyFrom(theirs[key])
+            swapped.append(example.SerializeToString())
+    originals = [r for pair in zip(zeros, ones, strict=True) for r in pair]
+    np.testing.assert_allclose(_predict(serve, swapped), _predict(serve, originals), atol=1e-6)
+    vocabulary = _vocabulary(root)
+    predicted = [vocabulary[i] for i in _predict(serve, swapped).argmax(axis=1)]
+    truth = [_feature(r, "label") for r in originals]
+    assert np.mean(np.equal(predicted, truth)) >= MIN_ACCURACY
+    # An example holding only the image is served; bytes that are no image are an error.
+    only_image = tf.train.Example()
+    only_image.features.feature["image"].CopyFrom(
+        tf.train.Example.FromString(zeros[0]).features.feature["image"]
+    )
+    assert _predict(serve, [only_image.SerializeToString()]).shape == (1, 3)
+    not_an_image = tf.train.Example()
+    not_an_image.features.feature["image"].bytes_list.value.append(b"not an image at all")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Unknown image file format"):
+        _predict(serve, [not_an_image.SerializeToString()])

@@ -1,0 +1,131 @@
+"""Full runs: a Parquet folder with list columns, and a user's own module file."""
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import tensorflow as tf
+
+from conftest import run_cli
+from pipelines.run_summary import summarize_run
+
+pytestmark = pytest.mark.e2e
+
+TAGS = ["new", "sale", "eco", "bulk"]
+
+
+def _row(rng: random.Random) -> dict:
+    x = rng.uniform(0, 10)
+    colour = rng.choice(["red", "green", "blue"])
+    tags = rng.sample(TAGS, rng.randint(0, 3))
+    vector = [rng.gauss(0, 1), rng.gauss(5, 2)]
+    score = x + (3 if colour == "red" else 0) + (2 if "sale" in tags else 0) + vector[0]
+    return {"x": x, "colour": colour, "tags": tags, "vector": vector, "label": score > 7}
+
+
+def _write_parquet(folder, rows: int = 600) -> None:
+    rng = random.Random(11)
+    table = [_row(rng) for _ in range(rows)]
+    for row in table:
+        row["label"] = "high" if row["label"] else "low"
+    folder.mkdir()
+    for part in range(2):
+        pq.write_table(pa.Table.from_pylist(table[part::2]), folder / f"part-{part}.parquet")
+
+
+def _example(row: dict) -> bytes:
+    f = tf.train.Feature
+    feature = {
+        "x": f(float_list=tf.train.FloatList(value=[row["x"]])),
+        "colour": f(bytes_list=tf.train.BytesList(value=[row["colour"].encode()])),
+        "tags": f(bytes_list=tf.train.BytesList(value=[t.encode() for t in row["tags"]])),
+        "vector": f(float_list=tf.train.FloatList(value=row["vector"])),
+    }
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def test_parquet_folder_with_list_columns_trains_evaluates_and_serves(tmp_path):
+    data = tmp_path / "shop"
+    _write_parquet(data)
+    output = tmp_path / "out"
+    result = run_cli(
+        "run", "--data", str(data), "--label", "label", "--output", str(output),
+        "--train-steps", "300",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"on {data} (parquet, label 'label'" in result.stdout
+    summary = summarize_run(str(output / "metadata" / "shop" / "metadata.db"))
+    assert summary.blessed and summary.pushed_model
+    # The label follows x, colour, the "sale" tag and the vector's first value.
+    assert summary.metrics["sparse_categorical_accuracy"] >= 0.85
+    serve = tf.saved_model.load(summary.pushed_model).signatures["serving_default"]
+    rng = random.Random(3)
+    rows = [_row(rng) for _ in range(2)]
+    rows[1]["tags"] = []  # an empty list is a row too
+    (probabilities,) = serve(examples=tf.constant([_example(r) for r in rows])).values()
+    assert probabilities.shape == (2, 2)
+    np.testing.assert_allclose(tf.reduce_sum(probabilities, axis=1), [1.0, 1.0], rtol=1e-5)
+
+
+USER_MODULE = '''
+"""A user's module file: only run_fn, a trivial model, and a marker that it ran."""
+
+import os
+
+import tensorflow as tf
+import tensorflow_transform as tft
+
+from components.task import Task, transformed_name
+from components.trainer.model import num_classes
+from components.trainer.signatures import make_signatures
+
+MARKER = "user_run_fn.marker"
+
+
+def run_fn(fn_args):
+    tf.io.gfile.makedirs(fn_args.model_run_dir)
+    with tf.io.gfile.GFile(os.path.join(fn_args.model_run_dir, MARKER), "w") as f:
+        f.write(str(fn_args.train_steps))
+    task = Task.from_custom_config(fn_args.custom_config)
+    transform = tft.TFTransformOutput(fn_args.transform_output)
+    spec = dict(transform.transformed_feature_spec())
+    spec.pop(transformed_name(task.label))
+    inputs = {k: tf.keras.Input(shape=(1,), name=k, dtype=v.dtype) for k, v in spec.items()}
+    x = tf.keras.layers.concatenate([tf.cast(v, tf.float32) for v in inputs.values()])
+    outputs = tf.keras.layers.Dense(
+        num_classes(transform, task), activation="softmax", name="user_head"
+    )(x)
+    model = tf.keras.Model(inputs, outputs)
+    model.save(
+        fn_args.serving_model_dir,
+        save_format="tf",
+        signatures=make_signatures(model, transform, task),
+    )
+'''
+
+
+def test_module_file_run_fn_replaces_the_built_in_one(tmp_path):
+    module = tmp_path / "user_code" / "my_trainer.py"
+    module.parent.mkdir()
+    module.write_text(USER_MODULE)
+    output = tmp_path / "out"
+    result = run_cli(
+        "run", "--output", str(output), "--module-file", str(module), "--train-steps", "5",
+        "--min-accuracy", "0",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Module file {module}: its run_fn replace(s) the built-in one(s)" in result.stdout
+    summary = summarize_run(str(output / "metadata" / "penguins" / "metadata.db"))
+    marker = tf.io.gfile.glob(f"{summary.model_run}/user_run_fn.marker")
+    assert len(marker) == 1 and open(marker[0]).read() == "5"
+    # The trained model is the user's: one Dense head, no hidden layers.
+    model = tf.keras.models.load_model(summary.pushed_model)
+    assert [layer.name for layer in model.layers if "dense" in type(layer).__name__.lower()] == [
+        "user_head"
+    ]
+    # The built-in run_fn's input-stall report was not written.
+    assert summary.input_stall is None
+    # TFX packaged the module file into a wheel in the pipeline root.
+    assert list((output / "pipeline_root" / "penguins" / "_wheels").glob("*.whl"))
