@@ -24,7 +24,6 @@ CSV = "csv"
 PARQUET = "parquet"
 IMAGES = "images"
 FORMATS = (CSV, PARQUET, IMAGES)
-TABULAR_FORMATS = (CSV, PARQUET)
 FILE_PATTERNS = {CSV: "*.csv", PARQUET: "*.parquet"}
 _LAYOUTS = (
     "*.csv files with a header row, *.parquet files, one sub-folder of images per class, "

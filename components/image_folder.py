@@ -32,8 +32,6 @@ HEIGHT_KEY = "height"
 WIDTH_KEY = "width"
 CHANNELS_KEY = "channels"
 FILENAME_KEY = "filename"
-# Features that describe an image file; none of them may feed a model.
-DESCRIPTION_KEYS = (CLASS_NAME_KEY, HEIGHT_KEY, WIDTH_KEY, CHANNELS_KEY, FILENAME_KEY)
 
 
 @dataclasses.dataclass(frozen=True)
