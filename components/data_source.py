@@ -189,30 +189,39 @@ def parquet_columns(files: list[str]) -> dict[str, bool]:
     return columns
 
 
-def columns(source: DataSource) -> list[str]:
-    """Returns the columns of a tabular source.
+def tabular_columns(source: DataSource) -> dict[str, bool]:
+    """Returns each column of a tabular source and whether it holds lists (Parquet).
+
+    Reads every file's header or schema once; callers that need the columns,
+    the list columns and the label check take them all from this.
 
     Raises:
-      ValueError: if the files cannot be read as their format, or the source
-        is an image folder.
+      ValueError: if the files cannot be read as their format, their columns
+        differ, or the source is an image folder.
     """
     if source.format == CSV:
-        return read_header(source.files())
-    return list(parquet_columns(source.files()))
+        return dict.fromkeys(read_header(source.files()), False)
+    return parquet_columns(source.files())
+
+
+def columns(source: DataSource) -> list[str]:
+    """Returns the columns of a tabular source (see ``tabular_columns``)."""
+    return list(tabular_columns(source))
 
 
 def multi_valued_columns(source: DataSource) -> tuple[str, ...]:
     """Returns the columns that hold several values per row (Parquet lists)."""
     if source.format != PARQUET:
         return ()
-    return tuple(name for name, is_list in parquet_columns(source.files()).items() if is_list)
+    return tuple(name for name, is_list in tabular_columns(source).items() if is_list)
 
 
-def check_label(source: DataSource, label: str) -> None:
+def check_label(source: DataSource, label: str, found: dict[str, bool] | None = None) -> None:
     """Raises ValueError unless ``label`` can be the source's label.
 
-    Tabular: a column that holds one value per row. Images: the label is the
-    class; the folder must name at least two classes.
+    Tabular: a column that holds one value per row (``found``: the source's
+    ``tabular_columns``, when already read). Images: the label is the class;
+    the folder must name at least two classes.
     """
     if source.is_images:
         classes = image_folder.count_classes(source.root)
@@ -222,14 +231,14 @@ def check_label(source: DataSource, label: str) -> None:
                 "least two."
             )
         return
-    names = columns(source)
+    found = tabular_columns(source) if found is None else found
     kind = "CSV header" if source.format == CSV else "Parquet columns"
-    if label not in names:
+    if label not in found:
         raise ValueError(
             f"Label column {label!r} is not in the {kind} of {source.root}; "
-            f"columns are: {', '.join(names)}."
+            f"columns are: {', '.join(found)}."
         )
-    if label in multi_valued_columns(source):
+    if found[label]:
         raise ValueError(
             f"Label column {label!r} of {source.root} holds lists; a label needs one value per row."
         )

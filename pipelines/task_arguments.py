@@ -154,8 +154,8 @@ def _task(args: argparse.Namespace, source):
     inputs = tuple(f.strip() for f in args.inputs.split(",") if f.strip()) if args.inputs else None
     if not source.is_images:
         label = args.label or DEFAULT_LABEL
-        data_source.check_label(source, label)
-        columns = data_source.columns(source)
+        columns = data_source.tabular_columns(source)
+        data_source.check_label(source, label, columns)
         unknown = [f for f in inputs or () if f not in columns]
         if unknown:
             raise UsageError(
@@ -166,7 +166,7 @@ def _task(args: argparse.Namespace, source):
             label=label,
             problem=args.problem,
             inputs=inputs,
-            multi_valued=data_source.multi_valued_columns(source),
+            multi_valued=tuple(name for name, is_list in columns.items() if is_list),
         )
     if args.problem != "classification":
         raise UsageError("Image data trains a classifier: --problem must be classification.")

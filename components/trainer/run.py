@@ -65,8 +65,8 @@ def _reading(
         spec = tf_transform_output.transformed_feature_spec()
         transform = None
         stored_image = task.image_feature and transformed_name(task.image_feature)
-    file_bytes = sum(tf.io.gfile.stat(f).length for f in list_files(fn_args.train_files))
     if not task.image_feature:
+        file_bytes = sum(tf.io.gfile.stat(f).length for f in list_files(fn_args.train_files))
         return _Reading(spec, transform, None, file_bytes)
     sample = sample_images(fn_args.train_files, stored_image)
     image = ImageDecoding(
