@@ -5,15 +5,25 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import sys
 import time
 import traceback
 import warnings
 
 from pipelines import data_commands, kubeflow_commands
+from pipelines.disk_space import (
+    DiskFull,
+    check_disk_full,
+    estimated_run_bytes,
+    human,
+    tree_bytes,
+)
+from pipelines.output_lock import OutputInUse
 from pipelines.task_arguments import (
     DEFAULT_DATA,
     UsageError,
+    add_no_cache_argument,
     add_task_arguments,
     check_writable,
     config_from_args,
@@ -33,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--output", default="output", help="folder for all outputs (default: ./output)"
     )
+    add_no_cache_argument(run)
     run.add_argument(
         "--beam-arg",
         action="append",
@@ -78,42 +89,39 @@ def _configure_logging(verbose: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.CRITICAL)
 
 
-def _run(args: argparse.Namespace) -> None:
-    from pipelines.local_layout import LocalLayout
-
-    output = os.path.abspath(args.output)
-    check_writable(output)
-    name = args.name or dataset_name(args.data or str(DEFAULT_DATA))
-    layout = LocalLayout(output_dir=output, name=name)
-    config = config_from_args(args, serving_dir=layout.serving_dir)
-    source = config.source
-    print(
-        f"Running pipeline {config.name!r} on {source.root} ({source.format}, label "
-        f"{config.task.label!r}, {config.task.problem}); schema: "
-        f"{config.schema_path or 'inferred by SchemaGen'}",
-        flush=True,
-    )
-    if config.module_file:
+def _print_recovery(recovery) -> None:
+    for found in recovery.interrupted:
         print(
-            f"Module file {config.module_file.path}: its "
-            f"{' and '.join(config.module_file.functions)} replace(s) the built-in one(s)",
+            f"An earlier run was interrupted during {found.node_id} (execution "
+            f"{found.execution_id}): marked canceled, {len(found.removed)} partial output "
+            "folder(s) removed; what it finished is reused.",
             flush=True,
         )
-    from pipelines.local_runner import run_locally
-    from pipelines.run_summary import summarize_run
+    for path in recovery.published:
+        print(f"Published a push that an interrupted run had recorded: {path}", flush=True)
+    for path in recovery.discarded:
+        print(f"Discarded a staged model whose push was never recorded: {path}", flush=True)
 
-    started = time.monotonic()
-    run_locally(config, layout, args.beam_arg)
-    summary = summarize_run(layout.metadata_path)
+
+def _print_summary(summary, layout, name: str, run_id: str, seconds: float) -> None:
     metrics = ", ".join(f"{k}={v:.4g}" for k, v in sorted(summary.metrics.items()))
-    print(f"\nPipeline {config.name!r} finished in {time.monotonic() - started:.0f} s.")
+    print(f"\nPipeline {name!r} finished in {seconds:.0f} s.")
+    print(f"  run id:        {run_id}")
+    print(f"  ran:           {', '.join(summary.executed) or 'nothing (all reused)'}")
+    print(f"  reused:        {', '.join(summary.reused) or 'nothing'}")
     if summary.pushed_model:
-        print(f"  pushed model:  {summary.pushed_model}")
+        earlier = " (pushed by an earlier run; its Pusher was reused)"
+        print(f"  pushed model:  {summary.pushed_model}{earlier if summary.pushed_earlier else ''}")
     else:
         print("  pushed model:  none (the Evaluator did not bless the model)")
     print(f"  metrics:       {metrics}")
     print(f"  evaluation:    {summary.evaluation}")
     print(f"  trained model: {summary.model}")
+    if summary.resumed_steps:
+        print(
+            f"  resumed:       training went on from step {summary.resumed_steps:,}, backed up "
+            "by an interrupted execution"
+        )
     if summary.input_stall is not None:
         from components.trainer.input_stall import verdict
 
@@ -122,8 +130,76 @@ def _run(args: argparse.Namespace) -> None:
             f"batches in the last epoch ({verdict(summary.input_stall)})"
         )
     print(f"  TensorBoard:   tensorboard --logdir {summary.model_run}")
+    print(f"  quarantined:   {summary.quarantined:,} input records ({summary.quarantine})")
     print(f"  artifacts:     {layout.pipeline_root}")
     print(f"  metadata:      {layout.metadata_path}")
+
+
+def _space_needed(config) -> int | None:
+    """About the bytes a first run on the config's data writes; None for remote data."""
+    from components import filesystem
+
+    source = config.source
+    if filesystem.is_remote(source.root):
+        return None
+    return estimated_run_bytes(
+        tree_bytes(source.root),
+        config.ingest.compression_for(source),
+        tabular=not source.is_images,
+    )
+
+
+def _run(args: argparse.Namespace) -> None:
+    from pipelines.local_layout import LocalLayout
+    from pipelines.output_lock import output_lock
+
+    output = os.path.abspath(args.output)
+    check_writable(output)
+    name = args.name or dataset_name(args.data or str(DEFAULT_DATA))
+    layout = LocalLayout(output_dir=output, name=name)
+    config = config_from_args(args, serving_dir=layout.serving_dir)
+    with output_lock(output):
+        source = config.source
+        needed = _space_needed(config)
+        free = shutil.disk_usage(output).free
+        if needed and free < needed:
+            print(
+                f"warning: {human(free)} free on the disk of {output}; a run on this data "
+                f"needs about {human(needed)}",
+                file=sys.stderr,
+                flush=True,
+            )
+        print(
+            f"Running pipeline {config.name!r} on {source.root} ({source.format}, label "
+            f"{config.task.label!r}, {config.task.problem}); schema: "
+            f"{config.schema_path or 'inferred by SchemaGen'}; "
+            f"{'no cache' if args.no_cache else 'reusing unchanged steps'}",
+            flush=True,
+        )
+        if config.module_file:
+            print(
+                f"Module file {config.module_file.path}: its "
+                f"{' and '.join(config.module_file.functions)} replace(s) the built-in one(s)",
+                flush=True,
+            )
+        from pipelines.local_runner import run_locally
+        from pipelines.run_record import open_store
+        from pipelines.run_summary import summarize_run
+
+        started = time.monotonic()
+        try:
+            run_id = run_locally(
+                config,
+                layout,
+                args.beam_arg,
+                enable_cache=not args.no_cache,
+                on_recovery=_print_recovery,
+            )
+        except Exception as e:
+            check_disk_full(e, output, needed)
+            raise
+        summary = summarize_run(open_store(layout.metadata_path), config.name, run_id)
+        _print_summary(summary, layout, config.name, run_id, time.monotonic() - started)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except (OutputInUse, DiskFull) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     except Exception as e:  # noqa: BLE001 - the user gets one line; --verbose shows the rest
         if args.verbose:
             traceback.print_exc()

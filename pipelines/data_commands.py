@@ -59,27 +59,34 @@ def run_convert(args: argparse.Namespace) -> None:
     """Converts and prints the shard plan and the quarantine count."""
     from components.example_gen.convert import QUARANTINE_DIR, convert
     from components.example_gen.shard_plan import ShardingOptions, parse_size
+    from pipelines.disk_space import check_disk_full
     from pipelines.local_runner import DEFAULT_BEAM_ARGS
+    from pipelines.task_arguments import check_writable
 
     splits = _parse_splits(args.split)
     sharding = ShardingOptions(
         target_shard_bytes=parse_size(args.shard_size), num_readers=args.readers
     )
     dest = os.path.abspath(args.dest)
+    check_writable(dest)
     print(f"Converting {args.source} ({args.format}) into {dest} ...", flush=True)
-    report = convert(
-        args.source,
-        dest,
-        source_format=args.format,
-        sharding=sharding,
-        compression=args.compression,
-        label_key=args.label,
-        max_bad_fraction=args.max_bad_fraction,
-        schema_path=args.schema,
-        splits=splits,
-        split_key=args.split_key,
-        beam_pipeline_args=[*DEFAULT_BEAM_ARGS, *args.beam_arg],
-    )
+    try:
+        report = convert(
+            args.source,
+            dest,
+            source_format=args.format,
+            sharding=sharding,
+            compression=args.compression,
+            label_key=args.label,
+            max_bad_fraction=args.max_bad_fraction,
+            schema_path=args.schema,
+            splits=splits,
+            split_key=args.split_key,
+            beam_pipeline_args=[*DEFAULT_BEAM_ARGS, *args.beam_arg],
+        )
+    except Exception as e:
+        check_disk_full(e, dest)
+        raise
     print(
         f"Read {report['records_read']:,} records: wrote {report['records_written']:,}, "
         f"quarantined {report['quarantined']:,} ({os.path.join(dest, QUARANTINE_DIR)})."

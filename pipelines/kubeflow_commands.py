@@ -11,6 +11,7 @@ from pathlib import Path
 from pipelines.task_arguments import (
     SCHEMAS_DIR,
     UsageError,
+    add_no_cache_argument,
     add_task_arguments,
     check_writable,
     config_from_args,
@@ -77,6 +78,7 @@ def add_parsers(commands) -> None:
 def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
     """Options that shape the compiled Kubeflow spec (compile and submit share them)."""
     parser.add_argument("--output", help="YAML file (default: output/kubeflow/<name>.yaml)")
+    add_no_cache_argument(parser)
     parser.add_argument("--image", help="container image of every component but the Trainer")
     parser.add_argument("--trainer-image", help="the Trainer's container image (the GPU build)")
     parser.add_argument(
@@ -189,6 +191,7 @@ def run_compile(args: argparse.Namespace) -> str:
         or kubeflow_runner.DEFAULT_IMAGE,
         trainer_resources=resources,
         placements=placements,
+        enable_cache=not args.no_cache,
     )
     print(f"Wrote Kubeflow Pipelines v2 spec for {config.name!r} to {os.path.abspath(output)}")
     if "://" not in config.source.root:
@@ -229,6 +232,11 @@ def run_submit(args: argparse.Namespace) -> None:
         ssl_ca_cert=args.ssl_ca_cert,
         verify_ssl=not args.insecure_skip_tls_verify,
     )
+    if args.no_cache and args.package and args.upload:
+        raise UsageError(
+            "--no-cache with --package and --upload: an uploaded version keeps the package's "
+            "caching; compile the package with --no-cache instead."
+        )
     package = args.package or run_compile(args)
     try:
         run = submit.submit_run(
@@ -239,6 +247,8 @@ def run_submit(args: argparse.Namespace) -> None:
             run_name=args.run_name,
             service_account=args.service_account,
             upload=args.upload,
+            # A package given as it is still runs uncached; a compiled one is already.
+            enable_caching=False if args.no_cache else None,
         )
     except submit.SubmitError as e:
         # A server failure, not a usage error: one line, exit status 1.

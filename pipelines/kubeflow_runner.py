@@ -38,6 +38,7 @@ def compile_for_kubeflow(
     trainer_image: str = DEFAULT_TRAINER_IMAGE,
     trainer_resources: TrainerResources | None = None,
     placements: Mapping[str, TaskPlacement] | None = None,
+    enable_cache: bool = True,
 ) -> str:
     """Writes the pipeline as a KFP v2 YAML file: PipelineSpec, then PlatformSpec.
 
@@ -57,6 +58,8 @@ def compile_for_kubeflow(
       trainer_resources: the Trainer's GPUs, CPU and memory limits; None:
         the defaults (one nvidia.com/gpu).
       placements: node selectors, tolerations and volumes by component id.
+      enable_cache: every task's ``cachingOptions.enableCache``: KFP reuses a
+        task's earlier outputs when its image, command, inputs and parameters match.
 
     Returns:
       output_file.
@@ -68,7 +71,10 @@ def compile_for_kubeflow(
         raise ValueError(f"Output {output_file!r} must end in .yaml or .yml.")
     with _module_file_by_path():
         pipeline = create_pipeline(
-            config, _PIPELINE_ROOT_SET_AT_SUBMISSION, compare_to_latest_blessed=False
+            config,
+            _PIPELINE_ROOT_SET_AT_SUBMISSION,
+            compare_to_latest_blessed=False,
+            enable_cache=enable_cache,
         )
     resources = trainer_resources or TrainerResources()
     resource_spec = resources.to_resource_spec()

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import datetime
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from tfx import v1 as tfx
+from tfx.dsl.compiler import constants as compiler_constants
+from tfx.orchestration.portable import runtime_parameter_utils
 
 from pipelines.config import PipelineConfig
+from pipelines.interrupted_runs import InterruptedExecution, cancel_interrupted_executions
 from pipelines.local_layout import LocalLayout
-from pipelines.pipeline import create_pipeline
+from pipelines.pipeline import PUSHER_ID, create_pipeline
+from pipelines.run_record import open_store
+from pipelines.staged_models import settle_staged_models
 
 # One process. The DirectRunner's multi_processing mode (a worker per core)
 # lost 17-26% of the records of a 1 GB conversion here (Beam 2.62), silently
@@ -18,25 +26,104 @@ from pipelines.pipeline import create_pipeline
 DEFAULT_BEAM_ARGS = ("--direct_running_mode=in_memory",)
 
 
+@dataclasses.dataclass(frozen=True)
+class Recovery:
+    """What a run found left by an earlier run that did not finish, and put right.
+
+    Attributes:
+      interrupted: executions left unfinished, now CANCELED, their folders removed.
+      published: staged models whose push was recorded, moved into the serving folder.
+      discarded: staged models whose push was never recorded, deleted.
+    """
+
+    interrupted: tuple[InterruptedExecution, ...] = ()
+    published: tuple[str, ...] = ()
+    discarded: tuple[str, ...] = ()
+
+
+class _RunnerWithRunId(tfx.orchestration.LocalDagRunner):
+    """LocalDagRunner with a run id chosen by the caller, to read the run back by."""
+
+    def __init__(self, run_id: str):
+        super().__init__()
+        self._run_id = run_id
+
+    def run_with_ir(self, pipeline, run_options=None):  # noqa: D102 - LocalDagRunner's
+        # Once substituted, LocalDagRunner's own substitution finds nothing to replace.
+        runtime_parameter_utils.substitute_runtime_parameter(
+            pipeline, {compiler_constants.PIPELINE_RUN_ID_PARAMETER_NAME: self._run_id}
+        )
+        return super().run_with_ir(pipeline, run_options)
+
+
+def new_run_id() -> str:
+    """A pipeline run id: the local time to the millisecond, as LocalDagRunner names runs."""
+    return datetime.datetime.now().isoformat(timespec="milliseconds")
+
+
+def recover(layout: LocalLayout, pipeline_name: str) -> Recovery:
+    """Puts right what an interrupted run left. Call under the output lock only."""
+    if not os.path.exists(layout.metadata_path):
+        return Recovery()
+    store = open_store(layout.metadata_path)
+    interrupted = cancel_interrupted_executions(store, pipeline_name, layout.pipeline_root)
+    published, discarded = settle_staged_models(store, pipeline_name, PUSHER_ID, layout.serving_dir)
+    return Recovery(tuple(interrupted), tuple(published), tuple(discarded))
+
+
 def run_locally(
-    config: PipelineConfig, layout: LocalLayout, beam_pipeline_args: Sequence[str] = ()
-) -> None:
-    """Runs the pipeline end to end with LocalDagRunner.
+    config: PipelineConfig,
+    layout: LocalLayout,
+    beam_pipeline_args: Sequence[str] = (),
+    *,
+    enable_cache: bool = True,
+    run_id: str | None = None,
+    on_recovery: Callable[[Recovery], None] | None = None,
+) -> str:
+    """Runs the pipeline end to end with LocalDagRunner; returns the run id.
+
+    Call it under the output folder's lock (``pipelines.output_lock``): it
+    first puts right what an interrupted run left (``recover``), and after
+    the run moves the pushed model into the serving folder once ML Metadata
+    records the push.
 
     Args:
       config: the pipeline's settings; its serving_dir should be ``layout.serving_dir``.
       layout: where the run's artifacts and metadata go.
       beam_pipeline_args: Beam options; DEFAULT_BEAM_ARGS come first, so later
         ones override them.
+      enable_cache: reuse earlier executions with the same inputs, parameters and code.
+      run_id: the pipeline run's id (its ML Metadata context); default: ``new_run_id()``.
+      on_recovery: called with what ``recover`` found, before the run starts.
     """
     os.makedirs(os.path.dirname(layout.metadata_path), exist_ok=True)
+    recovery = recover(layout, config.name)
+    if on_recovery:
+        on_recovery(recovery)
     pipeline = create_pipeline(
         config,
         layout.pipeline_root,
         compare_to_latest_blessed=True,
+        enable_cache=enable_cache,
+        publish_after_metadata=True,
         metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
             layout.metadata_path
         ),
         beam_pipeline_args=[*DEFAULT_BEAM_ARGS, *beam_pipeline_args],
     )
-    tfx.orchestration.LocalDagRunner().run(pipeline)
+    run_id = run_id or new_run_id()
+
+    def settle() -> None:
+        settle_staged_models(
+            open_store(layout.metadata_path), config.name, PUSHER_ID, layout.serving_dir
+        )
+
+    try:
+        _RunnerWithRunId(run_id).run(pipeline)
+    except BaseException:
+        # A failed run publishes nothing; the next run retries the clean-up if this fails too.
+        with contextlib.suppress(Exception):
+            settle()
+        raise
+    settle()
+    return run_id

@@ -23,25 +23,31 @@ from collections.abc import Sequence
 import tensorflow_data_validation as tfdv
 from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
+from tfx.dsl.components.base import executor_spec
 
+from components import code_version
+from components.curated_schema import CuratedSchemaGen
 from components.example_gen import ShardedExampleGen
 from components.example_gen.shard_plan import ShardingOptions
+from components.pusher import executor as pusher_executor
+from pipelines.baseline_model import baseline_model_resolver
 from pipelines.config import PipelineConfig
 from pipelines.evaluation import make_eval_config
 from pipelines.module_file import PREPROCESSING_FN, RUN_FN
 
 BUILT_IN_PREPROCESSING_FN = "components.transform.preprocessing.preprocessing_fn"
 BUILT_IN_RUN_FN = "components.trainer.run.run_fn"
+SCHEMA_IMPORT_ID = "ImportSchemaGen"
+EXAMPLE_GEN_ID = "ShardedExampleGen"
+TRANSFORM_ID = "Transform"
 TRAINER_ID = "Trainer"
+EVALUATOR_ID = "Evaluator"
 PUSHER_ID = "Pusher"
 
 
-def _latest_blessed_model() -> tfx.dsl.Resolver:
-    return tfx.dsl.Resolver(
-        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
-        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
-        model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
-    ).with_id("latest_blessed_model_resolver")
+def _code(module: str) -> dict:
+    """The custom_config entry that keys a component's cache on the project code it runs."""
+    return {code_version.CUSTOM_CONFIG_KEY: code_version.code_version(module)}
 
 
 def _user_code(config: PipelineConfig, function: str, built_in: str) -> dict:
@@ -57,6 +63,8 @@ def create_pipeline(
     pipeline_root: str,
     *,
     compare_to_latest_blessed: bool,
+    enable_cache: bool = True,
+    publish_after_metadata: bool = False,
     metadata_connection_config: metadata_store_pb2.ConnectionConfig | None = None,
     beam_pipeline_args: Sequence[str] = (),
 ) -> tfx.dsl.Pipeline:
@@ -68,6 +76,12 @@ def create_pipeline(
       compare_to_latest_blessed: resolve the latest blessed model and require a
         new model to be no worse. Kubeflow Pipelines' open-source backend has no
         Resolver support, so its build passes False.
+      enable_cache: reuse the outputs of an earlier execution whose inputs,
+        parameters and code are the same (TFX's caching through ML Metadata).
+      publish_after_metadata: the Pusher leaves the model staged for the
+        orchestrator to move into the serving folder once the push is
+        recorded (local runs: ``pipelines.staged_models``); otherwise it
+        moves the model into place itself when the copy is complete.
       metadata_connection_config: the ML Metadata store (local runs); None
         leaves it to the orchestrator.
       beam_pipeline_args: Beam options for the data components (runner,
@@ -79,7 +93,7 @@ def create_pipeline(
     source = config.source
     images = source.is_images
     curated_schema = (
-        tfx.components.ImportSchemaGen(schema_file=config.schema_path)
+        CuratedSchemaGen(schema_file=config.schema_path).with_id(SCHEMA_IMPORT_ID)
         if config.schema_path
         else None
     )
@@ -94,7 +108,8 @@ def create_pipeline(
         label_key=config.task.label,
         # A curated schema types the CSV columns; otherwise they are inferred.
         schema=curated_schema.outputs["schema"] if curated_schema else None,
-    )
+        code_version=code_version.code_version(code_version.EXAMPLE_GEN_CODE),
+    ).with_id(EXAMPLE_GEN_ID)
     statistics_gen = tfx.components.StatisticsGen(
         examples=example_gen.outputs["examples"],
         # Image bytes get image statistics (formats, sizes) instead of string ones.
@@ -114,9 +129,11 @@ def create_pipeline(
         # StatisticsGen has described the images already; another pass over
         # their bytes would only repeat it.
         disable_statistics=images,
-        custom_config=task_config,
+        # The code version makes a changed built-in preprocessing_fn a cache
+        # miss; a module file's content is in TFX's cache key already.
+        custom_config={**task_config, **_code(code_version.TRANSFORM_CODE)},
         **_user_code(config, PREPROCESSING_FN, BUILT_IN_PREPROCESSING_FN),
-    )
+    ).with_id(TRANSFORM_ID)
     training = dataclasses.replace(config.training, raw_examples=images)
     trainer = tfx.components.Trainer(
         examples=(
@@ -126,7 +143,11 @@ def create_pipeline(
         schema=schema_gen.outputs["schema"],
         train_args=tfx.proto.TrainArgs(num_steps=config.train_steps),
         eval_args=tfx.proto.EvalArgs(num_steps=config.eval_steps),
-        custom_config={**task_config, **training.to_custom_config()},
+        custom_config={
+            **task_config,
+            **training.to_custom_config(),
+            **_code(code_version.TRAINER_CODE),
+        },
         **_user_code(config, RUN_FN, BUILT_IN_RUN_FN),
     ).with_id(TRAINER_ID)
     components = [
@@ -139,7 +160,7 @@ def create_pipeline(
     ]
     baseline_model = None
     if compare_to_latest_blessed:
-        resolver = _latest_blessed_model()
+        resolver = baseline_model_resolver(trainer.outputs["model"])
         baseline_model = resolver.outputs["model"]
         components.append(resolver)
     evaluator = tfx.components.Evaluator(
@@ -147,13 +168,22 @@ def create_pipeline(
         model=trainer.outputs["model"],
         baseline_model=baseline_model,
         eval_config=make_eval_config(config.task, config.thresholds),
-    )
+    ).with_id(EVALUATOR_ID)
     pusher = tfx.components.Pusher(
         model=trainer.outputs["model"],
         model_blessing=evaluator.outputs["blessing"],
         push_destination=tfx.proto.PushDestination(
             filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.serving_dir)
         ),
+        custom_config={
+            **_code(code_version.PUSHER_CODE),
+            **(
+                {pusher_executor.PUBLISH_KEY: pusher_executor.PUBLISH_AFTER_METADATA}
+                if publish_after_metadata
+                else {}
+            ),
+        },
+        custom_executor_spec=executor_spec.ExecutorClassSpec(pusher_executor.Executor),
     ).with_id(PUSHER_ID)
     components += [evaluator, pusher]
     return tfx.dsl.Pipeline(
@@ -162,5 +192,5 @@ def create_pipeline(
         components=components,
         metadata_connection_config=metadata_connection_config,
         beam_pipeline_args=list(beam_pipeline_args),
-        enable_cache=False,
+        enable_cache=enable_cache,
     )

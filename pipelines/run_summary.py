@@ -1,29 +1,39 @@
-"""What a finished local run produced, read back from its ML Metadata store."""
+"""What one local run produced, read back from its own executions in ML Metadata."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import tensorflow_model_analysis as tfma
-from ml_metadata import metadata_store
-from tfx import v1 as tfx
 
 from components.trainer.input_stall import last_epoch_share
+from components.trainer.resume import resumed_steps
+from pipelines.baseline_model import BASELINE_RESOLVER
+from pipelines.pipeline import EVALUATOR_ID, EXAMPLE_GEN_ID, PUSHER_ID, TRAINER_ID
+from pipelines.run_record import NodeExecution, read_run
 
 
 @dataclasses.dataclass(frozen=True)
 class RunSummary:
-    """The outputs a user looks for after a run.
+    """The outputs a user looks for after a run, all from that run's executions.
 
     Attributes:
-      blessed: whether the Evaluator blessed the new model.
+      blessed: whether the Evaluator blessed this run's model.
       pushed_model: the pushed model's folder, or None if it was not pushed.
       model: the trained model artifact's folder.
       evaluation: the Evaluator's output folder (load with tfma.load_eval_result).
-      metrics: overall metrics on the eval split, by name.
+      metrics: this run's model's overall metrics on the eval split, by name
+        (never the baseline's).
       model_run: the Trainer's TensorBoard logs and input-stall report.
       input_stall: the last training epoch's input stall (share of step time
         spent waiting for batches), or None if the Trainer wrote no report.
+      resumed_steps: training steps this run's Trainer took over from the
+        backup of an interrupted execution (0: it trained from the start).
+      quarantined: input records ExampleGen could not convert.
+      quarantine: the folder of their JSON lines.
+      pushed_earlier: the push was an earlier run's, reused with the Pusher.
+      reused: the components whose earlier outputs were reused (CACHED).
+      executed: the components that ran (not counting the baseline's Resolver).
     """
 
     blessed: bool
@@ -33,48 +43,71 @@ class RunSummary:
     metrics: dict[str, float]
     model_run: str
     input_stall: float | None
+    resumed_steps: int
+    quarantined: int
+    quarantine: str
+    pushed_earlier: bool
+    reused: tuple[str, ...]
+    executed: tuple[str, ...]
 
 
-def _latest(store: metadata_store.MetadataStore, type_name: str):
-    artifacts = store.get_artifacts_by_type(type_name)
-    if not artifacts:
-        raise LookupError(f"The metadata store holds no {type_name} artifact; did the run finish?")
-    return max(artifacts, key=lambda a: a.id)
+def overall_metrics(evaluation_uri: str) -> dict[str, float]:
+    """The candidate model's metrics on the whole eval split.
 
-
-def _overall_metrics(evaluation_uri: str) -> dict[str, float]:
+    With a baseline, TFMA keeps the candidate's, the baseline's and their
+    differences side by side, told apart by model name.
+    """
     metrics = {}
     for metrics_for_slice in tfma.load_metrics(evaluation_uri):
         if metrics_for_slice.slice_key.single_slice_keys:
             continue
         for kv in metrics_for_slice.metric_keys_and_values:
-            if kv.value.HasField("double_value") and not kv.key.is_diff:
+            if kv.key.is_diff or kv.key.model_name not in ("", tfma.CANDIDATE_KEY):
+                continue
+            if kv.value.HasField("double_value"):
                 metrics[kv.key.name] = kv.value.double_value.value
     return metrics
 
 
-def summarize_run(metadata_path: str) -> RunSummary:
-    """Reads the latest run's model, blessing, push and metrics from ML Metadata.
+def _node(run: dict[str, NodeExecution], node_id: str) -> NodeExecution:
+    node = run.get(node_id)
+    if node is None or node.state not in ("complete", "cached"):
+        state = node.state if node else "never started"
+        raise LookupError(f"This run's {node_id} did not finish ({state}).")
+    return node
+
+
+def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
+    """Reads run ``run_id``'s model, blessing, push, metrics and quarantine.
 
     Raises:
-      LookupError: if the store holds no finished run.
+      LookupError: if the run has no finished Pusher, Evaluator, Trainer or ExampleGen.
     """
-    store = metadata_store.MetadataStore(
-        tfx.orchestration.metadata.sqlite_metadata_connection_config(metadata_path)
-    )
-    blessing = _latest(store, "ModelBlessing")
-    pushed = _latest(store, "PushedModel")
-    evaluation = _latest(store, "ModelEvaluation")
-    model_run = _latest(store, "ModelRun")
-    was_pushed = pushed.custom_properties["pushed"].int_value == 1
+    run = read_run(store, pipeline_name, run_id)
+    pusher_execution = _node(run, PUSHER_ID)
+    pusher = pusher_execution.output("pushed_model")
+    evaluator = _node(run, EVALUATOR_ID)
+    trainer = _node(run, TRAINER_ID)
+    quarantine = _node(run, EXAMPLE_GEN_ID).output("quarantine")
+    evaluation = evaluator.output("evaluation")
+    model_run = trainer.output("model_run")
+    was_pushed = pusher.custom_properties["pushed"].int_value == 1
     return RunSummary(
-        blessed=blessing.custom_properties["blessed"].int_value == 1,
+        blessed=evaluator.output("blessing").custom_properties["blessed"].int_value == 1,
         pushed_model=(
-            pushed.custom_properties["pushed_destination"].string_value if was_pushed else None
+            pusher.custom_properties["pushed_destination"].string_value if was_pushed else None
         ),
-        model=_latest(store, "Model").uri,
+        model=trainer.output("model").uri,
         evaluation=evaluation.uri,
-        metrics=_overall_metrics(evaluation.uri),
+        metrics=overall_metrics(evaluation.uri),
         model_run=model_run.uri,
         input_stall=last_epoch_share(model_run.uri),
+        resumed_steps=resumed_steps(model_run.uri),
+        quarantined=quarantine.custom_properties["count"].int_value,
+        quarantine=quarantine.uri,
+        pushed_earlier=pusher_execution.state == "cached",
+        reused=tuple(n for n, e in run.items() if e.state == "cached"),
+        executed=tuple(
+            n for n, e in run.items() if e.state == "complete" and n != BASELINE_RESOLVER
+        ),
     )

@@ -161,6 +161,7 @@ def submit_run(
     run_name: str | None = None,
     service_account: str | None = DEFAULT_SERVICE_ACCOUNT,
     upload: bool = False,
+    enable_caching: bool | None = None,
 ) -> SubmittedRun:
     """Creates a run of a compiled pipeline in an experiment, creating that if needed.
 
@@ -178,6 +179,9 @@ def submit_run(
       upload: also upload the package as a new version of the pipeline named
         after it (creating the pipeline the first time); the run then
         refers to that version.
+      enable_caching: True or False overrides every task's caching in the
+        package for this run (not with ``upload``: the version keeps its
+        own); None keeps the package's.
 
     Returns:
       The run's ids and UI links.
@@ -217,6 +221,7 @@ def submit_run(
             params={},
             pipeline_root=pipeline_root,
             service_account=service_account or None,
+            enable_caching=None if upload else enable_caching,
             **source,
         )
     run_id = _required(run.run_id, "run_id", host)

@@ -121,6 +121,16 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verbose", action="store_true", help="show all library logs")
 
 
+def add_no_cache_argument(parser: argparse.ArgumentParser) -> None:
+    """Adds --no-cache: run every component even where an earlier execution could be reused."""
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="run every step again; by default a step whose inputs, parameters and code are "
+        "unchanged reuses its earlier outputs",
+    )
+
+
 def dataset_name(data_root: str) -> str:
     """The pipeline name a data folder gives: its base name, lower-case, dashes."""
     return re.sub(r"[^a-z0-9-]+", "-", os.path.basename(data_root.rstrip("/")).lower()).strip("-")
@@ -229,6 +239,11 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
     schema_path = _resolve_schema(args, dataset)
     if schema_path:
         check_schema(schema_path, task.label, task.inputs or ())
+    if not source.is_images:
+        from components.label_values import check_label_serves
+
+        # Reads the label column: after the checks that read a header or a schema only.
+        check_label_serves(source, task.label, task.problem)
     module_file = None
     if args.module_file:
         from pipelines.module_file import load_module_file
@@ -255,6 +270,8 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
 
 def check_writable(folder: str) -> None:
     """Raises UsageError unless files can be written in ``folder`` (made if missing)."""
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise UsageError(f"Output folder {folder} is a file; pass a folder.")
     try:
         os.makedirs(folder, exist_ok=True)
         probe = os.path.join(folder, ".write-probe")

@@ -1,6 +1,7 @@
 """Shared test setup: TFX 1.16 needs Keras 2, chosen before TensorFlow is imported."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,3 +27,13 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
+
+
+def run_summary(output: Path, name: str, printed: str):
+    """The RunSummary of the run that printed ``printed``, read from ML Metadata."""
+    from pipelines.run_record import open_store
+    from pipelines.run_summary import summarize_run
+
+    run_id = re.search(r"^  run id: +(\S+)$", printed, re.MULTILINE).group(1)
+    store = open_store(str(output / "metadata" / name / "metadata.db"))
+    return summarize_run(store, name, run_id)

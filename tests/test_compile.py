@@ -231,3 +231,21 @@ def test_image_pipeline_with_a_module_file_compiles_for_pods(tmp_path, repo_root
     assert "transformed_examples" not in transform["outputDefinitions"]["artifacts"]
     assert '"raw_examples": true' in constant("Trainer", "custom_config")
     assert constant("ImportSchemaGen", "schema_file") == "/app/schemas/digits/schema.pbtxt"
+
+
+def _caching(spec: dict) -> dict[str, bool]:
+    return {
+        name: task.get("cachingOptions", {}).get("enableCache", False)
+        for name, task in spec["root"]["dag"]["tasks"].items()
+    }
+
+
+def test_every_task_caches_by_default(compiled):
+    assert _caching(_pipeline_spec(compiled)) == dict.fromkeys(EXPECTED_TASKS, True)
+
+
+def test_no_cache_turns_caching_off_for_every_task(tmp_path):
+    output = tmp_path / "uncached.yaml"
+    result = run_cli("compile", "--output", str(output), "--no-cache", "--gpus", "0")
+    assert result.returncode == 0, result.stderr
+    assert _caching(_pipeline_spec(output)) == dict.fromkeys(EXPECTED_TASKS, False)

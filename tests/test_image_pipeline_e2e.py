@@ -11,9 +11,8 @@ import tensorflow_transform as tft
 from components.task import transformed_name
 from components.trainer import make_dataset
 from components.trainer.image_decoding import ImageDecoding
-from conftest import run_cli
+from conftest import run_cli, run_summary
 from example_data import PLANTED_BAD_IMAGES, write_digit_images
-from pipelines.run_summary import summarize_run
 
 pytestmark = pytest.mark.e2e
 
@@ -29,7 +28,7 @@ def digits_run(tmp_path_factory):
     output = root / "out"
     result = run_cli("run", "--data", str(data), "--output", str(output), "--train-steps", "200")
     assert result.returncode == 0, result.stderr[-3000:]
-    summary = summarize_run(str(output / "metadata" / "digits-017" / "metadata.db"))
+    summary = run_summary(output, "digits-017", result.stdout)
     return output / "pipeline_root" / "digits-017", labels, summary, result
 
 

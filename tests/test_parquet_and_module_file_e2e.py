@@ -8,8 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 import tensorflow as tf
 
-from conftest import run_cli
-from pipelines.run_summary import summarize_run
+from conftest import run_cli, run_summary
 
 pytestmark = pytest.mark.e2e
 
@@ -56,7 +55,7 @@ def test_parquet_folder_with_list_columns_trains_evaluates_and_serves(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"on {data} (parquet, label 'label'" in result.stdout
-    summary = summarize_run(str(output / "metadata" / "shop" / "metadata.db"))
+    summary = run_summary(output, "shop", result.stdout)
     assert summary.blessed and summary.pushed_model
     # The label follows x, colour, the "sale" tag and the vector's first value.
     assert summary.metrics["sparse_categorical_accuracy"] >= 0.85
@@ -117,7 +116,7 @@ def test_module_file_run_fn_replaces_the_built_in_one(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Module file {module}: its run_fn replace(s) the built-in one(s)" in result.stdout
-    summary = summarize_run(str(output / "metadata" / "penguins" / "metadata.db"))
+    summary = run_summary(output, "penguins", result.stdout)
     marker = tf.io.gfile.glob(f"{summary.model_run}/user_run_fn.marker")
     assert len(marker) == 1 and open(marker[0]).read() == "5"
     # The trained model is the user's: one Dense head, no hidden layers.

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import run_cli
-from pipelines.run_summary import summarize_run
+from conftest import run_cli, run_summary
 
 pytestmark = pytest.mark.e2e
 
@@ -43,7 +42,7 @@ def penguins_run(tmp_path_factory):
 
 def test_penguins_model_is_blessed_and_pushed(penguins_run):
     output, result = penguins_run
-    summary = summarize_run(str(output / "metadata" / "penguins" / "metadata.db"))
+    summary = run_summary(output, "penguins", result.stdout)
     assert summary.blessed
     assert summary.pushed_model is not None
     assert Path(summary.pushed_model, "saved_model.pb").is_file()
@@ -56,8 +55,8 @@ def test_penguins_model_is_blessed_and_pushed(penguins_run):
 
 
 def test_pushed_penguins_model_serves_raw_examples(penguins_run):
-    output, _ = penguins_run
-    summary = summarize_run(str(output / "metadata" / "penguins" / "metadata.db"))
+    output, result = penguins_run
+    summary = run_summary(output, "penguins", result.stdout)
     serve = tf.saved_model.load(summary.pushed_model).signatures["serving_default"]
     gentoo = {
         "island": "Biscoe",
@@ -88,7 +87,7 @@ def _scalar_tags(event_dir: Path) -> dict[str, list[float]]:
 
 def test_trainer_reports_input_stall_to_tensorboard_and_the_run(penguins_run):
     output, result = penguins_run
-    summary = summarize_run(str(output / "metadata" / "penguins" / "metadata.db"))
+    summary = run_summary(output, "penguins", result.stdout)
     model_run = Path(summary.model_run)
     # 300 steps in epochs of at most 200 steps: 2 epochs, each with a figure.
     train = _scalar_tags(model_run / "train")["epoch_input_stall"]
@@ -143,7 +142,7 @@ def test_other_csv_regression_trains_evaluates_and_pushes(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "schema: inferred by SchemaGen" in result.stdout
-    summary = summarize_run(str(output / "metadata" / "houses" / "metadata.db"))
+    summary = run_summary(output, "houses", result.stdout)
     assert summary.blessed and summary.pushed_model is not None
     # Prices spread over roughly 100-700 (std about 130); a model that learnt the
     # linear relation errs far less.

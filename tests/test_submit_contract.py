@@ -275,3 +275,33 @@ def test_package_must_be_a_compiled_pipeline(tmp_path: Path) -> None:
         submit.pipeline_name(str(not_a_pipeline))
     with pytest.raises(ValueError, match=r"Cannot read pipeline package .*missing.yaml"):
         submit.pipeline_name(str(tmp_path / "missing.yaml"))
+
+
+def test_cli_no_cache_with_a_package_runs_it_uncached(
+    compiled_submission: _CliSubmission, serve: Any
+) -> None:
+    api = FakeKfpApi()
+    url = serve(api)
+    result = _cli_submit(compiled_submission.package, url, f"--pipeline-root={ROOT}", "--no-cache")
+    assert result.returncode == 0, result.stderr
+    ((spec, _),) = api.received_specs
+    tasks = spec["root"]["dag"]["tasks"]
+    assert tasks and not any(t.get("cachingOptions", {}).get("enableCache") for t in tasks.values())
+    # The package itself still caches; only this run does not.
+    (package_spec, *_) = _load_docs(compiled_submission.package)
+    assert all(
+        t["cachingOptions"]["enableCache"] for t in package_spec["root"]["dag"]["tasks"].values()
+    )
+
+
+def test_cli_no_cache_with_a_package_to_upload_is_a_usage_error(
+    compiled_submission: _CliSubmission,
+) -> None:
+    result = _cli_submit(
+        compiled_submission.package, "http://127.0.0.1:9", "--upload", "--no-cache"
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: --no-cache with --package and --upload: an uploaded version keeps the package's "
+        "caching; compile the package with --no-cache instead."
+    ]

@@ -19,6 +19,7 @@ from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from components.data_source import FORMATS as SOURCE_FORMATS
 from components.example_gen.executor import Executor
 from components.example_gen.keys import (
+    CODE_VERSION_KEY,
     COMPRESSION_KEY,
     LABEL_KEY,
     MAX_BAD_FRACTION_KEY,
@@ -52,6 +53,8 @@ class ShardedExampleGenSpec(standard_component_specs.FileBasedExampleGenSpec):
         COMPRESSION_KEY: ExecutionParameter(type=str),
         MAX_BAD_FRACTION_KEY: ExecutionParameter(type=float),
         LABEL_KEY: ExecutionParameter(type=str, optional=True),
+        # Part of TFX's cache key only: a changed converter converts again.
+        CODE_VERSION_KEY: ExecutionParameter(type=str, optional=True),
     }
     INPUTS = {SCHEMA_KEY: ChannelParameter(type=standard_artifacts.Schema, optional=True)}
     OUTPUTS = {
@@ -87,6 +90,7 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
         schema: types.BaseChannel | None = None,
         input_config: example_gen_pb2.Input | None = None,
         output_config: example_gen_pb2.Output | None = None,
+        code_version: str | None = None,
     ):
         """Builds the component.
 
@@ -103,6 +107,8 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
           input_config: which files to read (default: all files in input_base).
           output_config: the splits (default: train and eval, 2:1 by hash;
             ``split_config.partition_feature_name`` splits on a key column).
+          code_version: the converter code's version (``components.code_version``):
+            with caching on, a new version converts again.
 
         Raises:
           ValueError: on an unknown source format or compression, or a
@@ -133,6 +139,7 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             compression=compression,
             max_bad_fraction=max_bad_fraction,
             label_key=label_key,
+            code_version=code_version,
             schema=schema,
             examples=types.Channel(type=standard_artifacts.Examples),
             quarantine=types.Channel(type=Quarantine),

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from tfx.components.example_gen import utils
 from tfx.dsl.components.base import base_beam_executor
+from tfx.dsl.io import fileio
 from tfx.types import standard_artifacts
 from tfx.utils import proto_utils
 
@@ -49,6 +50,10 @@ def convert(
       ValueError: on bad input or settings (missing or empty source, too much
         quarantined input, ...); dest keeps what was written.
     """
+    # A plan left by an earlier conversion would vouch for shards this one may not finish.
+    stale_plan = os.path.join(dest, SHARD_PLAN_FILE)
+    if fileio.exists(stale_plan):
+        fileio.remove(stale_plan)
     input_config = utils.make_default_input_config()
     output_config = utils.make_default_output_config(input_config)
     if splits:

@@ -171,8 +171,11 @@ class Executor(BaseExampleGenExecutor):
             "quarantined_by_reason": summary.by_reason,
             "splits": outcomes,
         }
-        with tf.io.gfile.GFile(os.path.join(examples.uri, SHARD_PLAN_FILE), "w") as f:
+        # Written whole or not at all: a plan is the mark of a complete conversion.
+        plan_path = os.path.join(examples.uri, SHARD_PLAN_FILE)
+        with tf.io.gfile.GFile(plan_path + ".partial", "w") as f:
             json.dump(report, f, indent=2)
+        tf.io.gfile.rename(plan_path + ".partial", plan_path, overwrite=True)
         examples_utils.set_payload_format(examples, example_gen_pb2.FORMAT_TF_EXAMPLE)
         # TFX names every TFRecord format 'tfrecords_gzip'; readers detect GZIP by '.gz'.
         examples_utils.set_file_format(examples, "tfrecords_gzip")

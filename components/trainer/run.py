@@ -26,6 +26,7 @@ from components.trainer.options import (
     CACHE_NONE,
     TrainingOptions,
 )
+from components.trainer.resume import backup_dir, epochs_done, write_resume_report
 from components.trainer.signatures import make_signatures
 
 
@@ -139,6 +140,18 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         fn_args.eval_files, batch_size=options.eval_batch_size, training=False, **common
     )
     epochs = math.ceil(fn_args.train_steps / options.epoch_steps)
+    steps_per_epoch = math.ceil(fn_args.train_steps / epochs)
+    backup = backup_dir(fn_args)
+    resumed_epochs = epochs_done(backup)
+    if resumed_epochs:
+        logging.info(
+            "Resuming from %s: %d of %d epochs (%d steps) were done by an interrupted execution.",
+            backup,
+            resumed_epochs,
+            epochs,
+            resumed_epochs * steps_per_epoch,
+        )
+    write_resume_report(fn_args.model_run_dir, backup, resumed_epochs * steps_per_epoch)
     logging.info(
         "Training %d steps (%d epochs) with %s on %d replica(s), batch %d, cache %s.",
         fn_args.train_steps,
@@ -155,10 +168,12 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     model.fit(
         train,
         epochs=epochs,
-        steps_per_epoch=math.ceil(fn_args.train_steps / epochs),
+        steps_per_epoch=steps_per_epoch,
         validation_data=evaluation,
         validation_steps=fn_args.eval_steps,
         callbacks=[
+            # First, so that the epoch it restores is the one the others see.
+            tf.keras.callbacks.BackupAndRestore(backup),
             tf.keras.callbacks.TensorBoard(log_dir=fn_args.model_run_dir),
             InputStallReport(fn_args.model_run_dir),
         ],

@@ -1,0 +1,81 @@
+"""The version of the project code a component runs, for TFX's cache keys.
+
+TFX keys a cached execution on its inputs, parameters and executor class
+path, not on the code behind that path: a changed ``preprocessing_fn`` or
+``run_fn`` under the same name would be reused. Components that run this
+project's code therefore take, as a parameter, a digest of the source of the
+module they run and of every ``components`` module it imports, directly or
+not (found by reading the import statements, not by importing). A change
+elsewhere in the project leaves their cache alone.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parent
+_PACKAGE = _ROOT.name
+CUSTOM_CONFIG_KEY = "code_version"
+# The modules each component runs.
+EXAMPLE_GEN_CODE = "components.example_gen.executor"
+TRANSFORM_CODE = "components.transform.preprocessing"
+TRAINER_CODE = "components.trainer.run"
+PUSHER_CODE = "components.pusher.executor"
+
+
+def _source_file(module: str, root: Path) -> Path | None:
+    """The file of ``components.x.y`` under ``root`` (a module or a package's __init__)."""
+    parts = module.split(".")[1:]
+    candidate = root.joinpath(*parts)
+    for path in (candidate.with_suffix(".py"), candidate / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """The ``components`` modules a source file imports, wherever in the file."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == _PACKAGE)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] == _PACKAGE:
+                found.add(node.module)
+                # `from components import x`: x may be a module.
+                found.update(f"{node.module}.{a.name}" for a in node.names)
+    return found
+
+
+def source_files(module: str, root: Path = _ROOT) -> list[Path]:
+    """``module``'s file and those of the ``components`` modules it imports, transitively.
+
+    Importing ``a.b.c`` runs the ``__init__`` of ``a`` and ``a.b`` too, so those count.
+    """
+    pending, seen = [module], set()
+    while pending:
+        name = pending.pop()
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            prefix = ".".join(parts[:i])
+            if prefix in seen:
+                continue
+            seen.add(prefix)
+            path = _source_file(prefix, root)
+            if path is not None:
+                pending.extend(_imported_modules(path))
+    files = {_source_file(name, root) for name in seen}
+    return sorted(f for f in files if f is not None)
+
+
+@functools.cache
+def code_version(module: str, root: Path = _ROOT) -> str:
+    """A digest of the source of ``module`` and of the project modules it imports."""
+    digest = hashlib.sha256()
+    for path in source_files(module, root):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return f"sha256:{digest.hexdigest()[:16]}"

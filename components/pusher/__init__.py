@@ -1,0 +1,1 @@
+"""A Pusher executor that never shows a serving folder a half-copied or unrecorded model."""

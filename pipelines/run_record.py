@@ -1,0 +1,94 @@
+"""One pipeline run as ML Metadata recorded it: each node's execution and its outputs.
+
+Every query goes through the run's ``pipeline_run`` context, so what is read
+belongs to that run: a reused (CACHED) execution links the earlier artifacts
+into it, and nothing of another run, earlier, later or concurrent, does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ml_metadata import metadata_store
+from ml_metadata.proto import metadata_store_pb2
+
+PIPELINE_RUN_CONTEXT = "pipeline_run"
+NODE_CONTEXT = "node"
+_State = metadata_store_pb2.Execution.State
+STATE_NAMES = {
+    _State.NEW: "new",
+    _State.RUNNING: "running",
+    _State.COMPLETE: "complete",
+    _State.CACHED: "cached",
+    _State.FAILED: "failed",
+    _State.CANCELED: "canceled",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeExecution:
+    """A node's execution in one run.
+
+    Attributes:
+      node_id: the component's id (``Trainer``, ``ShardedExampleGen``...).
+      execution: the ML Metadata execution.
+      outputs: its published output artifacts by output key (none unless it
+        completed or was reused).
+    """
+
+    node_id: str
+    execution: metadata_store_pb2.Execution
+    outputs: dict[str, list[metadata_store_pb2.Artifact]]
+
+    @property
+    def state(self) -> str:
+        """``complete``, ``cached``, ``failed``, ``canceled``, ``running`` or ``new``."""
+        return STATE_NAMES.get(self.execution.last_known_state, "unknown")
+
+    def output(self, key: str) -> metadata_store_pb2.Artifact | None:
+        """The single artifact of output ``key``, or None."""
+        artifacts = self.outputs.get(key) or []
+        return artifacts[0] if artifacts else None
+
+
+def open_store(metadata_path: str) -> metadata_store.MetadataStore:
+    """The SQLite ML Metadata store of a local pipeline, read-write."""
+    config = metadata_store_pb2.ConnectionConfig()
+    config.sqlite.filename_uri = metadata_path
+    config.sqlite.connection_mode = metadata_store_pb2.SqliteMetadataSourceConfig.READWRITE
+    return metadata_store.MetadataStore(config)
+
+
+def node_ids_by_execution(store, pipeline_name: str) -> dict[int, str]:
+    """The node id of every execution of the pipeline's nodes, by execution id."""
+    prefix = f"{pipeline_name}."
+    node_ids = {}
+    for context in store.get_contexts_by_type(NODE_CONTEXT):
+        if context.name.startswith(prefix):
+            for execution in store.get_executions_by_context(context.id):
+                node_ids[execution.id] = context.name[len(prefix) :]
+    return node_ids
+
+
+def read_run(store, pipeline_name: str, run_id: str) -> dict[str, NodeExecution]:
+    """The executions of run ``run_id`` by node id; empty if the store has no such run."""
+    context = store.get_context_by_type_and_name(PIPELINE_RUN_CONTEXT, run_id)
+    if context is None:
+        return {}
+    executions = store.get_executions_by_context(context.id)
+    node_ids = node_ids_by_execution(store, pipeline_name)
+    events = store.get_events_by_execution_ids([e.id for e in executions])
+    outputs = [e for e in events if e.type == metadata_store_pb2.Event.OUTPUT]
+    artifacts = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in outputs])}
+    by_execution: dict[int, dict[str, list]] = {}
+    for event in outputs:
+        key = event.path.steps[0].key if event.path.steps else ""
+        by_execution.setdefault(event.execution_id, {}).setdefault(key, []).append(
+            artifacts[event.artifact_id]
+        )
+    run = {}
+    for execution in sorted(executions, key=lambda e: e.id):
+        node_id = node_ids.get(execution.id)
+        if node_id is not None:
+            run[node_id] = NodeExecution(node_id, execution, by_execution.get(execution.id, {}))
+    return run
