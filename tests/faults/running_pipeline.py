@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -76,6 +77,14 @@ def finish(process: subprocess.Popen, limit_s: float = 1200) -> tuple[int, str]:
 def run(*args: str) -> tuple[int, str]:
     """Runs ``python -m pipelines run ARGS`` to the end."""
     return finish(start_run(*args))
+
+
+def lock_holder(output: Path) -> dict:
+    """What the output folder's lock file says of the run that took it ({} if none)."""
+    try:
+        return json.loads((output / ".run.lock").read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def node_outputs_exist(output: Path, node: str, key: str) -> Callable[[], bool]:

@@ -15,6 +15,7 @@ from running_pipeline import (
     executions_by_node,
     finish,
     kill_hard,
+    lock_holder,
     node_outputs_exist,
     run_states,
     start_run,
@@ -55,6 +56,8 @@ def _kill_during(output: Path, node: str, running: callable, *extra: str):
     process = start_run(*args)
     wait_for(process, running, f"{node} started")
     kill_hard(process)
+    # The lock file still names the dead run; the kernel released its lock.
+    assert lock_holder(output)["pid"] == process.pid
     (killed,) = executions_by_node(output)[node]
     # Killed mid-execution: ML Metadata still says RUNNING, and published nothing.
     assert killed.last_known_state == _State.RUNNING
