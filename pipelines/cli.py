@@ -105,7 +105,7 @@ def _print_recovery(recovery) -> None:
 
 def _print_summary(summary, layout, name: str, run_id: str, seconds: float) -> None:
     metrics = ", ".join(f"{k}={v:.4g}" for k, v in sorted(summary.metrics.items()))
-    print(f"\nPipeline {name!r} finished in {seconds:.0f} s.")
+    print(f"\nPipeline {name!r} finished in {seconds:.{1 if seconds < 10 else 0}f} s.")
     print(f"  run id:        {run_id}")
     print(f"  ran:           {', '.join(summary.executed) or 'nothing (all reused)'}")
     print(f"  reused:        {', '.join(summary.reused) or 'nothing'}")

@@ -35,8 +35,8 @@ def _cached(states: dict[str, str]) -> set[str]:
     return {node for node, state in states.items() if state == "cached"}
 
 
-def _seconds(text: str) -> int:
-    return int(re.search(r"finished in (\d+) s\.", text).group(1))
+def _seconds(text: str) -> float:
+    return float(re.search(r"finished in ([\d.]+) s\.", text).group(1))
 
 
 @pytest.fixture(scope="module")
