@@ -11,6 +11,7 @@ import dataclasses
 
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
+from tfx.orchestration.metadata import sqlite_metadata_connection_config
 
 PIPELINE_RUN_CONTEXT = "pipeline_run"
 NODE_CONTEXT = "node"
@@ -52,11 +53,8 @@ class NodeExecution:
 
 
 def open_store(metadata_path: str) -> metadata_store.MetadataStore:
-    """The SQLite ML Metadata store of a local pipeline, read-write."""
-    config = metadata_store_pb2.ConnectionConfig()
-    config.sqlite.filename_uri = metadata_path
-    config.sqlite.connection_mode = metadata_store_pb2.SqliteMetadataSourceConfig.READWRITE
-    return metadata_store.MetadataStore(config)
+    """The SQLite ML Metadata store of a local pipeline, connected as LocalDagRunner connects."""
+    return metadata_store.MetadataStore(sqlite_metadata_connection_config(metadata_path))
 
 
 def node_ids_by_execution(store, pipeline_name: str) -> dict[int, str]:

@@ -34,6 +34,10 @@ def run_summary(output: Path, name: str, printed: str):
     from pipelines.run_record import open_store
     from pipelines.run_summary import summarize_run
 
-    run_id = re.search(r"^  run id: +(\S+)$", printed, re.MULTILINE).group(1)
     store = open_store(str(output / "metadata" / name / "metadata.db"))
-    return summarize_run(store, name, run_id)
+    return summarize_run(store, name, printed_run_id(printed))
+
+
+def printed_run_id(printed: str) -> str:
+    """The run id a finished ``run`` printed in its summary."""
+    return re.search(r"^  run id: +(\S+)$", printed, re.MULTILINE).group(1)

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, printed_run_id
 
 # Penguins with short training: the fault tests care about what is kept, not accuracy.
 PENGUINS = "penguins"
@@ -111,10 +111,7 @@ def executions_by_node(output: Path, name: str = PENGUINS) -> dict[str, list]:
 
 def run_states(output: Path, result_text: str, name: str = PENGUINS) -> dict[str, str]:
     """The state of each node's execution in the run that printed ``result_text``."""
-    import re
-
     from pipelines.run_record import open_store, read_run
 
-    run_id = re.search(r"^  run id: +(\S+)$", result_text, re.MULTILINE).group(1)
     store = open_store(str(output / "metadata" / name / "metadata.db"))
-    return {node: e.state for node, e in read_run(store, name, run_id).items()}
+    return {node: e.state for node, e in read_run(store, name, printed_run_id(result_text)).items()}
