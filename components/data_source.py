@@ -15,6 +15,7 @@ local folder).
 
 from __future__ import annotations
 
+import codecs
 import csv
 import dataclasses
 
@@ -135,16 +136,28 @@ def open_source(root: str, source_format: str | None = None) -> DataSource:
     return source
 
 
-def read_header(files: list[str]) -> list[str]:
-    """Returns the header row shared by CSV files.
+def read_header(files: list[str], encoding: str = "utf-8") -> list[str]:
+    """Returns the header row shared by CSV files, without a byte order mark.
+
+    A UTF-8 BOM (Excel's "CSV UTF-8") is not part of the first column's name.
 
     Raises:
-      ValueError: if a file is empty or the headers differ.
+      ValueError: if a file is empty, its header does not decode, or the headers differ.
     """
     header = None
     for path in files:
-        with filesystem.open_text(path) as f:
-            first = next(csv.reader(f), None)
+        with filesystem.open_binary(path) as f:
+            raw = f.readline()
+        if raw.startswith(codecs.BOM_UTF8):
+            raw = raw[len(codecs.BOM_UTF8) :]
+        try:
+            text = raw.decode(encoding)
+        except UnicodeDecodeError as e:
+            raise ValueError(
+                f"The header row of {path} is not valid {encoding} ({e.reason} at byte "
+                f"{e.start}); pass the files' encoding with --encoding."
+            ) from None
+        first = next(csv.reader([text.rstrip("\r\n")]), None)
         if not first:
             raise ValueError(f"CSV file {path} is empty; it needs a header row.")
         if header is None:

@@ -19,8 +19,10 @@ from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from components.data_source import FORMATS as SOURCE_FORMATS
 from components.example_gen.executor import Executor
 from components.example_gen.keys import (
+    BLOCK_BYTES_KEY,
     CODE_VERSION_KEY,
     COMPRESSION_KEY,
+    ENCODING_KEY,
     LABEL_KEY,
     MAX_BAD_FRACTION_KEY,
     NUM_READERS_KEY,
@@ -30,7 +32,8 @@ from components.example_gen.keys import (
     TARGET_SHARD_BYTES_KEY,
 )
 from components.example_gen.shard_plan import ShardingOptions
-from components.example_gen.sharded_writer import COMPRESSIONS, GZIP
+from components.example_gen.sources import DEFAULT_BLOCK_BYTES, DEFAULT_ENCODING, SourceOptions
+from components.shard_compression import GZIP, parse_compression
 
 DEFAULT_MAX_BAD_FRACTION = 0.01
 
@@ -53,6 +56,8 @@ class ShardedExampleGenSpec(standard_component_specs.FileBasedExampleGenSpec):
         COMPRESSION_KEY: ExecutionParameter(type=str),
         MAX_BAD_FRACTION_KEY: ExecutionParameter(type=float),
         LABEL_KEY: ExecutionParameter(type=str, optional=True),
+        BLOCK_BYTES_KEY: ExecutionParameter(type=int, optional=True),
+        ENCODING_KEY: ExecutionParameter(type=str, optional=True),
         # Part of TFX's cache key only: a changed converter converts again.
         CODE_VERSION_KEY: ExecutionParameter(type=str, optional=True),
     }
@@ -91,6 +96,8 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
         input_config: example_gen_pb2.Input | None = None,
         output_config: example_gen_pb2.Output | None = None,
         code_version: str | None = None,
+        block_bytes: int | None = None,
+        encoding: str | None = None,
     ):
         """Builds the component.
 
@@ -98,7 +105,8 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
           input_base: folder of the input files (or the image folder).
           source_format: ``csv``, ``parquet`` or ``images``.
           sharding: target shard size and reader count (default 128 MiB, no readers).
-          compression: ``gzip`` (smaller files, more CPU to read) or ``none``.
+          compression: ``gzip`` (smaller files, more CPU to read), ``gzip:LEVEL``
+            (1 fastest to 9 smallest; default 6) or ``none``.
           max_bad_fraction: the share of input records that may be quarantined
             before the component fails.
           label_key: tabular: a column every row must fill (rows without it are
@@ -109,6 +117,9 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             ``split_config.partition_feature_name`` splits on a key column).
           code_version: the converter code's version (``components.code_version``):
             with caching on, a new version converts again.
+          block_bytes: CSV: bytes parsed as one block (default 32 MiB); see
+            ``sources.SourceOptions``.
+          encoding: CSV: the files' text encoding (default UTF-8).
 
         Raises:
           ValueError: on an unknown source format or compression, or a
@@ -118,12 +129,12 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             raise ValueError(
                 f"source_format must be one of {', '.join(SOURCE_FORMATS)}, got {source_format!r}."
             )
-        if compression not in COMPRESSIONS:
-            raise ValueError(
-                f"compression must be one of {', '.join(COMPRESSIONS)}, got {compression!r}."
-            )
+        parse_compression(compression)
         if not 0.0 <= max_bad_fraction <= 1.0:
             raise ValueError(f"max_bad_fraction must be within [0, 1], got {max_bad_fraction}.")
+        SourceOptions(
+            block_bytes=block_bytes or DEFAULT_BLOCK_BYTES, encoding=encoding or DEFAULT_ENCODING
+        )  # checks both before the pipeline runs
         sharding = sharding or ShardingOptions()
         input_config = input_config or utils.make_default_input_config()
         output_config = output_config or utils.make_default_output_config(input_config)
@@ -140,6 +151,8 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             max_bad_fraction=max_bad_fraction,
             label_key=label_key,
             code_version=code_version,
+            block_bytes=block_bytes,
+            encoding=encoding,
             schema=schema,
             examples=types.Channel(type=standard_artifacts.Examples),
             quarantine=types.Channel(type=Quarantine),

@@ -16,6 +16,7 @@ from tfx.utils import proto_utils
 
 from components.example_gen import keys
 from components.example_gen.component import Quarantine
+from components.example_gen.destination import fresh_destination
 from components.example_gen.executor import SHARD_PLAN_FILE, Executor
 from components.example_gen.shard_plan import ShardingOptions
 
@@ -35,10 +36,15 @@ def convert(
     splits: Mapping[str, int] | None = None,
     split_key: str | None = None,
     beam_pipeline_args: list[str] | None = None,
+    block_bytes: int | None = None,
+    encoding: str | None = None,
+    overwrite: bool = False,
 ) -> dict:
     """Converts ``source`` into ``dest/Split-<name>/`` shards, as the component does.
 
     Writes ``dest/shard_plan.json`` and quarantined input to ``dest/quarantine/``.
+    ``dest`` appears complete or not at all (``destination.fresh_destination``);
+    one that already holds files is replaced only with ``overwrite``.
     ``splits`` maps split names to hash-bucket weights (default train 2, eval
     1); ``split_key`` hashes that feature instead of the whole example, so
     rows sharing a key stay in one split.
@@ -48,12 +54,46 @@ def convert(
 
     Raises:
       ValueError: on bad input or settings (missing or empty source, too much
-        quarantined input, ...); dest keeps what was written.
+        quarantined input, a destination in use, ...); dest is left as it was.
     """
-    # A plan left by an earlier conversion would vouch for shards this one may not finish.
-    stale_plan = os.path.join(dest, SHARD_PLAN_FILE)
-    if fileio.exists(stale_plan):
-        fileio.remove(stale_plan)
+    with fresh_destination(dest, overwrite=overwrite, in_place=QUARANTINE_DIR) as working:
+        _convert_into(
+            source,
+            working,
+            os.path.join(dest, QUARANTINE_DIR),
+            source_format=source_format,
+            sharding=sharding,
+            compression=compression,
+            label_key=label_key,
+            max_bad_fraction=max_bad_fraction,
+            schema_path=schema_path,
+            splits=splits,
+            split_key=split_key,
+            beam_pipeline_args=beam_pipeline_args,
+            block_bytes=block_bytes,
+            encoding=encoding,
+        )
+    with fileio.open(os.path.join(dest, SHARD_PLAN_FILE)) as f:
+        return json.load(f)
+
+
+def _convert_into(
+    source: str,
+    dest: str,
+    quarantine_dir: str,
+    *,
+    source_format: str,
+    sharding: ShardingOptions,
+    compression: str,
+    label_key: str | None,
+    max_bad_fraction: float,
+    schema_path: str | None,
+    splits: Mapping[str, int] | None,
+    split_key: str | None,
+    beam_pipeline_args: list[str] | None,
+    block_bytes: int | None,
+    encoding: str | None,
+) -> None:
     input_config = utils.make_default_input_config()
     output_config = utils.make_default_output_config(input_config)
     if splits:
@@ -65,7 +105,7 @@ def convert(
     examples = standard_artifacts.Examples()
     examples.uri = dest
     quarantine = Quarantine()
-    quarantine.uri = os.path.join(dest, QUARANTINE_DIR)
+    quarantine.uri = quarantine_dir
     input_dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         if schema_path:
@@ -84,6 +124,8 @@ def convert(
             keys.COMPRESSION_KEY: compression,
             keys.MAX_BAD_FRACTION_KEY: max_bad_fraction,
             keys.LABEL_KEY: label_key,
+            keys.BLOCK_BYTES_KEY: block_bytes,
+            keys.ENCODING_KEY: encoding,
         }
         context = base_beam_executor.BaseBeamExecutor.Context(
             beam_pipeline_args=beam_pipeline_args or [], tmp_dir=os.path.join(tmp, "beam")
@@ -93,5 +135,3 @@ def convert(
             {"examples": [examples], keys.QUARANTINE_KEY: [quarantine]},
             exec_properties,
         )
-    with open(os.path.join(dest, SHARD_PLAN_FILE)) as f:
-        return json.load(f)

@@ -1,181 +1,133 @@
 """CSV files with a header row → serialized tf.Examples, bad rows quarantined.
 
-Column types come from a schema when one is given; otherwise from a sample of
-rows, by majority: a column is INT if nearly all its non-empty values parse as
-integers, FLOAT if they parse as numbers, BYTES otherwise. A value that does
-not parse as its column's type sends its row to quarantine instead of
-silently turning the column into strings. Empty cells are missing values.
-Rows are read line by line (as TFX's CsvExampleGen does): quoted fields may
-not span lines.
+Files are cut into blocks of whole records (``csv_blocks``); each block is
+parsed by ``pyarrow.csv`` into typed columns (types from ``csv_types``) and
+encoded in one call. A block the columnar parser rejects (a wrong column
+count, a value of the wrong type, an undecodable byte, an unterminated
+quote, an empty required column) is parsed again row by row (``csv_rows``),
+so that each bad row is quarantined with its file, line and reason and every
+good row is kept; a block without bad rows never pays for that. Empty cells
+are missing values; a UTF-8 byte order mark is not part of the data.
 """
 
 from __future__ import annotations
 
-import csv
 import gc
-import itertools
 import os
 
 import apache_beam as beam
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import tensorflow as tf
-from tensorflow_metadata.proto.v0 import schema_pb2
-from tfx_bsl.coders import example_coder
 
+from components.example_gen.csv_blocks import CsvBlock, CsvLayout, plan_blocks, split_records
+from components.example_gen.csv_rows import RowParser
 from components.example_gen.features import ColumnType
 from components.example_gen.quarantine import QUARANTINE_TAG, QuarantineRecord
+from components.example_gen.record_encoding import (
+    ExampleEncoder,
+    as_feature_column,
+    first_values_as_text,
+)
+from components.example_gen.split_assignment import SplitAssigner
 
-# Rows read to infer column types when there is no schema.
-TYPE_SAMPLE_ROWS = 20_000
-# Share of a column's sampled values that must parse for it to take a type.
-_TYPE_MAJORITY = 0.9
-_SCHEMA_TYPES = {
-    schema_pb2.INT: ColumnType.INT,
-    schema_pb2.FLOAT: ColumnType.FLOAT,
-    schema_pb2.BYTES: ColumnType.BYTES,
+# What pyarrow reads each type as; FLOAT is read as float64 and then cast, as
+# Python's float() and the row parser do, so both paths give the same float32.
+_READ_TYPES = {
+    ColumnType.INT: pa.int64(),
+    ColumnType.FLOAT: pa.float64(),
+    ColumnType.BYTES: pa.string(),
 }
 
 
-def _parse_line(line: str) -> list[str]:
-    return next(csv.reader([line]))
+class _BlockToExamples(beam.DoFn):
+    """Parses a block; emits ``(split, [serialized tf.Example])`` and QuarantineRecords."""
 
-
-def _parses(value: str, column_type: ColumnType) -> bool:
-    try:
-        {ColumnType.INT: int, ColumnType.FLOAT: float}[column_type](value)
-        return True
-    except ValueError:
-        return False
-
-
-def infer_column_types(
-    files: list[str], header: list[str], schema: schema_pb2.Schema | None = None
-) -> dict[str, ColumnType]:
-    """Returns each column's type: from the schema, else inferred from sampled rows."""
-    from_schema = {f.name: _SCHEMA_TYPES[f.type] for f in schema.feature} if schema else {}
-    sample: list[list[str]] = []
-    for path in files:
-        with tf.io.gfile.GFile(path) as f:
-            rows = (_parse_line(line.rstrip("\r\n")) for line in itertools.islice(f, 1, None))
-            sample.extend(r for r in itertools.islice(rows, TYPE_SAMPLE_ROWS - len(sample)))
-        if len(sample) >= TYPE_SAMPLE_ROWS:
-            break
-    types = {}
-    for index, name in enumerate(header):
-        if name in from_schema:
-            types[name] = from_schema[name]
-            continue
-        values = [r[index] for r in sample if len(r) == len(header) and r[index] != ""]
-        types[name] = ColumnType.BYTES
-        for candidate in (ColumnType.INT, ColumnType.FLOAT):
-            ok = sum(_parses(v, candidate) for v in values)
-            if values and ok >= _TYPE_MAJORITY * len(values):
-                types[name] = candidate
-                break
-    return types
-
-
-_ARROW_TYPES = {
-    ColumnType.INT: pa.large_list(pa.int64()),
-    ColumnType.FLOAT: pa.large_list(pa.float32()),
-    ColumnType.BYTES: pa.large_list(pa.large_binary()),
-}
-_CONVERTERS = {ColumnType.INT: int, ColumnType.FLOAT: float, ColumnType.BYTES: str.encode}
-
-
-class _LinesToExamples(beam.DoFn):
-    """Parses a batch of CSV lines; emits serialized tf.Examples or QuarantineRecords.
-
-    Values are checked in Python, then the batch is encoded by tfx_bsl's C++
-    RecordBatch-to-Example encoder, which is several times faster than
-    building each tf.train.Example in Python.
-    """
-
-    def __init__(self, header: list[str], types: dict[str, ColumnType], required: list[str]):
-        self._header = header
-        self._types = [types[name] for name in header]
-        self._required = [name in set(required) for name in header]
+    def __init__(
+        self,
+        layout: CsvLayout,
+        types: dict[str, ColumnType],
+        required: list[str],
+        assigner: SplitAssigner,
+    ):
+        self._layout = layout
+        self._types = types
+        self._required = required
+        self._assigner = assigner
 
     def setup(self):
         # TensorFlow and Beam leave millions of long-lived objects; every full
-        # garbage collection walks them all, which more than doubled the cost of
-        # each row. Frozen objects are skipped by the collector.
+        # garbage collection walks them all. Frozen objects are skipped.
         gc.freeze()
-        self._encoder = example_coder.RecordBatchToExamplesEncoder()
-        self._schema = pa.schema(
-            [pa.field(n, _ARROW_TYPES[t]) for n, t in zip(self._header, self._types, strict=True)]
+        self._encoder = ExampleEncoder()
+        self._rows = RowParser(self._layout, self._types, self._required)
+        self._convert = pacsv.ConvertOptions(
+            column_types={name: _READ_TYPES[t] for name, t in self._types.items()},
+            null_values=[""],
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=True,
         )
-        self._converters = [_CONVERTERS[t] for t in self._types]
+        self._parse = pacsv.ParseOptions(newlines_in_values=True)
 
-    def process(self, batch: list[tuple[str, str]]):
-        batch = [(source, line) for source, line in batch if line.strip()]
-        try:
-            rows = list(csv.reader(line for _, line in batch))
-        except csv.Error:
-            rows = None  # parse line by line to find the bad one
-        columns = [[] for _ in self._header]
-        for index, (source, line) in enumerate(batch):
-            reason = self._parse_into(rows[index] if rows else line, columns)
-            if reason:
+    def process(self, block: CsvBlock):
+        data = block.read()
+        batch = self._parse_columnar(data)
+        if batch is None:
+            outcome = self._rows.parse(list(split_records(data, block.first_line)))
+            batch = outcome.batch
+            for record, text, reason in outcome.bad:
                 yield beam.pvalue.TaggedOutput(
-                    QUARANTINE_TAG, QuarantineRecord(source, line, reason)
+                    QUARANTINE_TAG, QuarantineRecord(block.path, text, reason, line=record.line)
                 )
-        if columns[0]:
-            arrays = [
-                pa.array(values, type=field.type)
-                for values, field in zip(columns, self._schema, strict=True)
-            ]
-            encoded = self._encoder.encode(pa.RecordBatch.from_arrays(arrays, schema=self._schema))
-            # The C++ encoder writes features in hash-map order, which changes from
-            # process to process; the split is a hash of these bytes, so they must
-            # not change between runs.
-            for record in encoded:
-                yield tf.train.Example.FromString(record).SerializeToString(deterministic=True)
+        records = self._encoder.encode(batch)
+        keys = (
+            first_values_as_text(batch.column(self._assigner.key)) if self._assigner.key else None
+        )
+        yield from self._assigner.assign(records, keys)
 
-    def _parse_into(self, row: list[str] | str, columns: list[list]) -> str | None:
-        """Appends the row's values to columns; returns why it is bad instead, if it is."""
-        if isinstance(row, str):
-            try:
-                row = _parse_line(row)
-            except csv.Error as e:
-                return f"unparseable CSV row: {e}"
-        if len(row) != len(columns):
-            return f"wrong column count: {len(row)} fields, expected {len(columns)}"
-        parsed = []
-        for index, value in enumerate(row):
-            if value == "":
-                if self._required[index]:
-                    return f"missing value: column {self._header[index]!r} is empty"
-                parsed.append(None)
-                continue
-            try:
-                parsed.append([self._converters[index](value)])
-            except ValueError:
-                return (
-                    f"bad value: column {self._header[index]!r} value {value!r} "
-                    f"is not {self._types[index].value}"
-                )
-        for column, value in zip(columns, parsed, strict=True):
-            column.append(value)
-        return None
+    def _parse_columnar(self, data: bytes) -> pa.RecordBatch | None:
+        """Returns the block as feature columns, or None if any row in it is bad."""
+        options = pacsv.ReadOptions(
+            column_names=list(self._layout.header),
+            block_size=max(len(data) + 1, 1 << 20),
+            use_threads=False,
+            encoding=self._layout.encoding,
+        )
+        try:
+            table = pacsv.read_csv(
+                pa.BufferReader(data),
+                read_options=options,
+                parse_options=self._parse,
+                convert_options=self._convert,
+            )
+        except (pa.ArrowException, UnicodeDecodeError, ValueError):
+            return None
+        if any(table.column(name).null_count for name in self._required):
+            return None
+        columns = [
+            as_feature_column(table.column(name), self._types[name]) for name in self._layout.header
+        ]
+        return pa.RecordBatch.from_arrays(columns, names=list(self._layout.header))
 
 
 @beam.ptransform_fn
 def CsvToExamples(  # noqa: N802 - Beam transforms are named like classes
     pipeline: beam.Pipeline,
     files: list[str],
-    header: list[str],
+    layout: CsvLayout,
     types: dict[str, ColumnType],
     required: list[str],
+    assigner: SplitAssigner,
+    block_bytes: int,
 ):
-    """Reads CSV files; returns a DoOutputsTuple (main: serialized examples, quarantine)."""
+    """Reads CSV files; returns a DoOutputsTuple (main: split record batches, quarantine)."""
     return (
         pipeline
         | "ListFiles" >> beam.Create(files)
-        | "ReadLines" >> beam.io.ReadAllFromText(skip_header_lines=1, with_filename=True)
-        | "Batch" >> beam.BatchElements(min_batch_size=256, max_batch_size=4096)
-        | "ParseRows"
-        >> beam.ParDo(_LinesToExamples(header, types, required)).with_outputs(
+        | "PlanBlocks" >> beam.FlatMap(plan_blocks, block_bytes)
+        | "Distribute" >> beam.Reshuffle()
+        | "ParseBlocks"
+        >> beam.ParDo(_BlockToExamples(layout, types, required, assigner)).with_outputs(
             QUARANTINE_TAG, main="examples"
         )
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from typing import Any
 
 import apache_beam as beam
@@ -28,10 +27,18 @@ from components.example_gen.quarantine import (
 )
 from components.example_gen.shard_plan import ShardingOptions
 from components.example_gen.sharded_writer import WriteShardedTFRecords, finalize_split
-from components.example_gen.sources import read_examples
+from components.example_gen.sources import (
+    DEFAULT_BLOCK_BYTES,
+    DEFAULT_ENCODING,
+    SourceOptions,
+    read_examples,
+)
+from components.example_gen.spill import SpillRecords
+from components.example_gen.split_assignment import SplitAssigner
 
 SHARD_PLAN_FILE = "shard_plan.json"
-# Set by Do for the source transform, which TFX's GenerateExamplesByBeam calls.
+_SPILL_DIR = ".spill"
+# Set by Do for the source transforms.
 _QUARANTINE_URI = "_quarantine_uri"
 _SCHEMA = "_schema"
 
@@ -44,62 +51,88 @@ def _load_schema(input_dict: dict[str, list[types.Artifact]]) -> schema_pb2.Sche
     return io_utils.parse_pbtxt_file(path, schema_pb2.Schema())
 
 
-class _ReportProgress(beam.DoFn):
-    """Prints a line every ``every`` examples this worker converts: progress on long runs."""
+def _split_sources(
+    input_config: example_gen_pb2.Input, output_config: example_gen_pb2.Output
+) -> list[tuple[str, SplitAssigner]]:
+    """Returns each input pattern with how its records are dealt to the output splits.
 
-    def __init__(self, every: int = 250_000):
-        self._every = every
-        self._seen = 0
+    One input pattern is split by hash (``output_config``); several input
+    patterns are splits already, each written whole, as TFX's ExampleGen does.
+    """
+    if len(input_config.splits) == 1:
+        return [(input_config.splits[0].pattern, SplitAssigner.from_output_config(output_config))]
+    return [
+        (s.pattern, SplitAssigner(names=(s.name,), hash_buckets=(1,))) for s in input_config.splits
+    ]
 
-    def process(self, record: bytes):
-        self._seen += 1
-        if self._seen % self._every == 0:
-            print(f"  ... {self._seen:,} examples converted by worker {os.getpid()}", flush=True)
-        yield record
+
+def _read_split_batches(
+    pipeline, exec_properties: dict[str, Any], output_config, input_config, spill_dir: str
+):
+    """Applies the source transforms; returns (split name → PCollection of Spilled files)."""
+    batches, quarantines = [], []
+    for number, (pattern, assigner) in enumerate(_split_sources(input_config, output_config)):
+        outputs = read_examples(
+            pipeline,
+            exec_properties[keys.SOURCE_FORMAT_KEY],
+            exec_properties[standard_component_specs.INPUT_BASE_KEY],
+            pattern,
+            assigner=assigner,
+            options=SourceOptions(
+                label_key=exec_properties.get(keys.LABEL_KEY),
+                schema=exec_properties.get(_SCHEMA),
+                block_bytes=exec_properties.get(keys.BLOCK_BYTES_KEY) or DEFAULT_BLOCK_BYTES,
+                encoding=exec_properties.get(keys.ENCODING_KEY) or DEFAULT_ENCODING,
+            ),
+            stage=f"Input{number}",
+        )
+        batches.append(outputs["examples"])
+        quarantines.append(outputs[QUARANTINE_TAG])
+    _ = (
+        quarantines
+        | "FlattenQuarantine" >> beam.Flatten()
+        | "QuarantineToJson" >> beam.Map(lambda record: record.to_json())
+        | "WriteQuarantine"
+        >> beam.io.WriteToText(
+            os.path.join(exec_properties[_QUARANTINE_URI], QUARANTINE_FILE_PREFIX),
+            file_name_suffix=QUARANTINE_FILE_SUFFIX,
+        )
+    )
+    names = utils.generate_output_split_names(input_config, output_config)
+    tagged = (
+        batches
+        | "FlattenBatches" >> beam.Flatten()
+        | "Spill" >> beam.ParDo(SpillRecords(spill_dir))
+        | "BySplit" >> beam.Partition(lambda spilled, n: names.index(spilled.split), len(names))
+    )
+    return {name: tagged[index] for index, name in enumerate(names)}
 
 
 @beam.ptransform_fn
-def _SourceToExamples(pipeline, exec_properties: dict[str, Any], split_pattern: str):  # noqa: N802
+def _SourceToRecords(pipeline, exec_properties: dict[str, Any], split_pattern: str):  # noqa: N802
+    """TFX's per-record source interface, for callers of GenerateExamplesByBeam."""
     outputs = read_examples(
         pipeline,
         exec_properties[keys.SOURCE_FORMAT_KEY],
         exec_properties[standard_component_specs.INPUT_BASE_KEY],
         split_pattern,
-        label_key=exec_properties.get(keys.LABEL_KEY),
-        schema=exec_properties.get(_SCHEMA),
+        assigner=SplitAssigner(names=("all",), hash_buckets=(1,)),
+        options=SourceOptions(label_key=exec_properties.get(keys.LABEL_KEY)),
+        stage="Input",
     )
-    name = re.sub(r"[^A-Za-z0-9]+", "_", split_pattern).strip("_") or "all"
-    _ = (
-        outputs[QUARANTINE_TAG]
-        | "QuarantineToJson" >> beam.Map(lambda record: record.to_json())
-        | "WriteQuarantine"
-        >> beam.io.WriteToText(
-            os.path.join(exec_properties[_QUARANTINE_URI], f"{QUARANTINE_FILE_PREFIX}-{name}"),
-            file_name_suffix=QUARANTINE_FILE_SUFFIX,
-        )
-    )
-    examples = outputs["examples"] | "ReportProgress" >> beam.ParDo(_ReportProgress())
-    output_config = example_gen_pb2.Output()
-    proto_utils.json_to_proto(
-        exec_properties[standard_component_specs.OUTPUT_CONFIG_KEY], output_config
-    )
-    if output_config.split_config.partition_feature_name:
-        # TFX's split reads the key feature from parsed examples only.
-        examples |= "ParseForSplitKey" >> beam.Map(tf.train.Example.FromString)
-    return examples
-
-
-def _as_bytes(record: bytes | tf.train.Example) -> bytes:
-    if isinstance(record, bytes):
-        return record
-    return record.SerializeToString(deterministic=True)
+    return outputs["examples"] | "Flatten" >> beam.FlatMap(lambda element: element[1])
 
 
 class Executor(BaseExampleGenExecutor):
-    """Splits by TFX's hash partitioning; writes planned shards and a quarantine."""
+    """Splits by a stable hash, batch by batch; writes planned shards and a quarantine.
+
+    TFX's ``GenerateExamplesByBeam`` moves one record per Beam element and
+    hashes each in Python; here sources emit batches of records already dealt
+    to their split (``split_assignment``), which costs a fraction per record.
+    """
 
     def GetInputSourceToExamplePTransform(self) -> beam.PTransform:  # noqa: N802 - TFX API
-        return _SourceToExamples
+        return _SourceToRecords
 
     def Do(  # noqa: N802 - TFX API
         self,
@@ -140,13 +173,14 @@ class Executor(BaseExampleGenExecutor):
         outcome_paths = {
             name: os.path.join(examples.uri, f".outcome-{name}.json") for name in split_names
         }
+        spill_dir = os.path.join(examples.uri, _SPILL_DIR)
         logging.info("Converting %s into sharded TFRecords.", exec_properties["input_base"])
         with self._make_beam_pipeline() as pipeline:
-            splits = self.GenerateExamplesByBeam(pipeline, exec_properties)
-            for name, records in splits.items():
-                if output_config.split_config.partition_feature_name:
-                    records |= f"Serialize[{name}]" >> beam.Map(_as_bytes)
-                _ = records | f"WriteSplit[{name}]" >> WriteShardedTFRecords(
+            splits = _read_split_batches(
+                pipeline, exec_properties, output_config, input_config, spill_dir
+            )
+            for name, batches in splits.items():
+                _ = batches | f"WriteSplit[{name}]" >> WriteShardedTFRecords(
                     artifact_utils.get_split_uri([examples], name),
                     outcome_paths[name],
                     sharding,
@@ -159,6 +193,9 @@ class Executor(BaseExampleGenExecutor):
             )
             for name in split_names
         }
+        # Spill files of bundles a runner retried were never read.
+        if tf.io.gfile.exists(spill_dir):
+            tf.io.gfile.rmtree(spill_dir)
         summary = summarize_quarantine(quarantine.uri)
         written = sum(o["records"] for o in outcomes.values())
         report = {

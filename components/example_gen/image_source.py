@@ -4,7 +4,9 @@ The layouts and the record's features are described in
 ``components.image_folder``. Each example holds the file's bytes unchanged,
 so one sequential read gives a training step everything. Files that
 TensorFlow's image decoder (the one the Trainer decodes with) cannot read are
-quarantined with the decoder's reason.
+quarantined with the decoder's reason; complete JPEGs are measured from their
+header (see ``image_shape``), so damage inside a JPEG's compressed data that
+leaves its header and end marker intact is found only when it is decoded.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import tensorflow as tf
 
 from components.example_gen.features import ColumnType, feature, serialize
 from components.example_gen.quarantine import QUARANTINE_TAG, QuarantineRecord
+from components.example_gen.split_assignment import SplitAssigner
 from components.image_folder import (
     CHANNELS_KEY,
     CLASS_NAME_KEY,
@@ -28,6 +31,8 @@ from components.image_folder import (
     LabelledFile,
 )
 
+_JPEG_START = b"\xff\xd8\xff"
+_JPEG_END = b"\xff\xd9"
 # TensorFlow prefixes op errors with the function they ran in.
 _OP_PREFIX = re.compile(r"^\{\{[^}]*\}\}\s*")
 
@@ -38,24 +43,53 @@ def decode_error(error: Exception) -> str:
     return _OP_PREFIX.sub("", message.splitlines()[0] if message else type(error).__name__)[:200]
 
 
-class _ImageToExample(beam.DoFn):
-    def __init__(self, label_key: str):
-        self._label_key = label_key
+def image_shape(encoded: bytes) -> tuple[int, int, int]:
+    """Returns (height, width, channels) as the Trainer's decoder will produce them.
 
-    def process(self, item: LabelledFile):
+    A complete JPEG (its end-of-image marker last) with one or three channels
+    is measured from its header alone, a small fraction of a decode; other
+    images, and JPEGs without that marker (truncated ones), are decoded, so
+    that what the decoder rejects is quarantined here, not met in training.
+
+    Raises:
+      tf.errors.InvalidArgumentError: if TensorFlow cannot read the image.
+    """
+    if encoded.startswith(_JPEG_START) and encoded.endswith(_JPEG_END):
+        height, width, channels = tf.image.extract_jpeg_shape(encoded).numpy().tolist()
+        if channels in (1, 3):  # CMYK's four decode to RGB's three
+            return height, width, channels
+    return tuple(int(d) for d in tf.io.decode_image(encoded, expand_animations=False).shape)
+
+
+class _ImagesToExamples(beam.DoFn):
+    """Converts a batch of files; emits ``(split, [serialized example])`` and QuarantineRecords."""
+
+    def __init__(self, label_key: str, assigner: SplitAssigner):
+        self._label_key = label_key
+        self._assigner = assigner
+
+    def process(self, items: list[LabelledFile]):
+        records = []
+        for item in items:
+            converted = self._convert(item)
+            if isinstance(converted, bytes):
+                records.append(converted)
+            else:
+                yield converted
+        yield from self._assigner.assign(records)
+
+    def _convert(self, item: LabelledFile):
         try:
             with tf.io.gfile.GFile(item.path, "rb") as f:
                 encoded = f.read()
         except (tf.errors.NotFoundError, OSError) as e:
-            yield self._bad(item, f"unreadable file: {e}")
-            return
+            return self._bad(item, f"unreadable file: {e}")
         try:
-            shape = tf.io.decode_image(encoded, expand_animations=False).shape
+            shape = image_shape(encoded)
         except (tf.errors.InvalidArgumentError, ValueError) as e:
-            yield self._bad(item, f"not an image: {decode_error(e)}")
-            return
-        height, width, channels = (int(d) for d in shape)
-        yield serialize(
+            return self._bad(item, f"not an image: {decode_error(e)}")
+        height, width, channels = shape
+        return serialize(
             {
                 IMAGE_KEY: feature(ColumnType.BYTES, [encoded]),
                 self._label_key: feature(ColumnType.INT, [item.label]),
@@ -75,8 +109,10 @@ class _ImageToExample(beam.DoFn):
 
 
 @beam.ptransform_fn
-def ImagesToExamples(pipeline: beam.Pipeline, files: list[LabelledFile], label_key: str):  # noqa: N802
-    """Reads image files; returns a DoOutputsTuple (main: serialized examples, quarantine).
+def ImagesToExamples(  # noqa: N802 - Beam transforms are named like classes
+    pipeline: beam.Pipeline, files: list[LabelledFile], label_key: str, assigner: SplitAssigner
+):
+    """Reads image files; returns a DoOutputsTuple (main: split record batches, quarantine).
 
     Files are taken in the order of a hash of their path, not class by class:
     shards then mix the classes, which readers' shuffle buffers, a window of
@@ -87,6 +123,9 @@ def ImagesToExamples(pipeline: beam.Pipeline, files: list[LabelledFile], label_k
         pipeline
         | "ListFiles" >> beam.Create(mixed)
         | "Distribute" >> beam.Reshuffle()
+        | "Batch" >> beam.BatchElements(min_batch_size=8, max_batch_size=256)
         | "ReadImages"
-        >> beam.ParDo(_ImageToExample(label_key)).with_outputs(QUARANTINE_TAG, main="examples")
+        >> beam.ParDo(_ImagesToExamples(label_key, assigner)).with_outputs(
+            QUARANTINE_TAG, main="examples"
+        )
     )

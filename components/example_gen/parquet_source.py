@@ -1,35 +1,59 @@
-"""Parquet files → serialized tf.Examples; unreadable files and bad rows quarantined.
+"""Parquet files → serialized tf.Examples, one row group at a time, straight from Arrow.
 
 Types come from the Parquet schema: integers and booleans become INT,
 floating point FLOAT, strings and binary BYTES; lists of those become
-multi-valued features. Nulls are missing values.
+multi-valued features. A null (or a float NaN) is a missing value. A list
+holding a null cannot keep its positions in a tf.Example (``[1, None, 3]``
+would become ``[1, 3]``), so its row is quarantined rather than shifted.
+Unreadable files and rows missing a required column are quarantined too.
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
+import gc
 
 import apache_beam as beam
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
-import tensorflow as tf
 
-from components.example_gen.features import ColumnType, feature, serialize
+from components import filesystem
+from components.example_gen.features import ColumnType
 from components.example_gen.quarantine import QUARANTINE_TAG, QuarantineRecord
+from components.example_gen.record_encoding import (
+    ExampleEncoder,
+    as_feature_column,
+    first_values_as_text,
+)
+from components.example_gen.split_assignment import SplitAssigner
 
-_BATCH_ROWS = 4096
+_BATCH_ROWS = 65_536
+
+
+@dataclasses.dataclass(frozen=True)
+class RowGroup:
+    """One row group of a Parquet file; ``first_row`` is its first row's number (1-based)."""
+
+    path: str
+    index: int
+    first_row: int
 
 
 def _column_type(name: str, arrow_type: pa.DataType) -> ColumnType:
     if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
         arrow_type = arrow_type.value_type
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
     if pa.types.is_integer(arrow_type) or pa.types.is_boolean(arrow_type):
         return ColumnType.INT
     if pa.types.is_floating(arrow_type):
         return ColumnType.FLOAT
-    if pa.types.is_string(arrow_type) or pa.types.is_binary(arrow_type):
-        return ColumnType.BYTES
-    if pa.types.is_large_string(arrow_type) or pa.types.is_large_binary(arrow_type):
+    if any(
+        check(arrow_type)
+        for check in (pa.types.is_string, pa.types.is_binary, pa.types.is_large_string)
+    ) or pa.types.is_large_binary(arrow_type):
         return ColumnType.BYTES
     raise ValueError(
         f"Parquet column {name!r} has type {arrow_type}, which has no tf.Example "
@@ -37,67 +61,114 @@ def _column_type(name: str, arrow_type: pa.DataType) -> ColumnType:
     )
 
 
-def _values(value, column_type: ColumnType) -> list:
-    values = value if isinstance(value, list) else [value]
-    values = [v for v in values if v is not None]
-    if column_type is ColumnType.INT:
-        return [int(v) for v in values]
-    if column_type is ColumnType.FLOAT:
-        return [float(v) for v in values]
-    return values
+def _open(path: str) -> pq.ParquetFile:
+    with filesystem.open_binary(path) as f:
+        return pq.ParquetFile(pa.BufferReader(f.read()))
 
 
-class _FileToExamples(beam.DoFn):
-    """Reads one Parquet file; emits serialized tf.Examples or QuarantineRecords."""
+def plan_row_groups(path: str):
+    """Yields the file's row groups, or one QuarantineRecord if it cannot be read."""
+    try:
+        metadata = _open(path).metadata
+    except (pa.ArrowException, OSError) as e:
+        yield beam.pvalue.TaggedOutput(
+            QUARANTINE_TAG, QuarantineRecord(path, path, f"unreadable Parquet file: {e}")
+        )
+        return
+    first = 1
+    for index in range(metadata.num_row_groups):
+        yield RowGroup(path, index, first)
+        first += metadata.row_group(index).num_rows
 
-    def __init__(self, required: list[str]):
-        self._required = set(required)
 
-    def process(self, path: str):
-        try:
-            with tf.io.gfile.GFile(path, "rb") as f:
-                parquet = pq.ParquetFile(pa.BufferReader(f.read()))
-            types = {
-                field.name: _column_type(field.name, field.type) for field in parquet.schema_arrow
-            }
-        except (pa.ArrowException, OSError) as e:
-            yield beam.pvalue.TaggedOutput(
-                QUARANTINE_TAG,
-                QuarantineRecord(path, path, f"unreadable Parquet file: {e}"),
-            )
-            return
-        row = 0
-        for batch in parquet.iter_batches(batch_size=_BATCH_ROWS):
-            for record in batch.to_pylist():
-                row += 1
-                yield self._example(path, row, record, types)
+def _without_nan(column: pa.Array) -> pa.Array:
+    """Float NaNs become nulls (missing), as scalar values; in lists they stay for the check."""
+    if pa.types.is_floating(column.type):
+        return pc.if_else(pc.is_nan(column), pa.scalar(None, column.type), column)
+    return column
 
-    def _example(self, path, row, record, types):
-        features = {}
-        for name, value in record.items():
-            values = _values(value, types[name]) if value is not None else []
-            if types[name] is ColumnType.FLOAT and any(math.isnan(v) for v in values):
-                values = [v for v in values if not math.isnan(v)]
-            if not values:
-                if name in self._required:
-                    return beam.pvalue.TaggedOutput(
-                        QUARANTINE_TAG,
-                        QuarantineRecord(
-                            path, f"row {row}", f"missing value: column {name!r} is empty"
-                        ),
+
+def _bad_rows(batch: pa.RecordBatch, required: set[str]) -> dict[int, str]:
+    """Returns the reason each bad row is bad, by its index in the batch."""
+    bad: dict[int, str] = {}
+    for name in batch.schema.names:
+        column = batch.column(name)
+        if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+            values = pc.list_flatten(column)
+            holes = pc.is_null(values, nan_is_null=True)
+            if pc.any(holes).as_py():
+                rows = np.asarray(pc.list_parent_indices(column))[np.asarray(holes, dtype=bool)]
+                for row in np.unique(rows):
+                    bad.setdefault(
+                        int(row),
+                        f"null in a list: column {name!r} holds a list with a missing value, "
+                        "whose position a tf.Example cannot keep",
                     )
-                continue
-            features[name] = feature(types[name], values)
-        return serialize(features)
+        if name in required:
+            empty = pc.is_null(_without_nan(column))
+            if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+                empty = pc.or_(empty, pc.equal(pc.list_value_length(column), 0))
+            for row in np.flatnonzero(np.asarray(pc.fill_null(empty, True), dtype=bool)):
+                bad.setdefault(int(row), f"missing value: column {name!r} is empty")
+    return bad
+
+
+class _RowGroupToExamples(beam.DoFn):
+    """Reads one row group; emits ``(split, [serialized tf.Example])`` and QuarantineRecords."""
+
+    def __init__(self, required: list[str], assigner: SplitAssigner):
+        self._required = set(required)
+        self._assigner = assigner
+
+    def setup(self):
+        gc.freeze()  # see csv_source
+        self._encoder = ExampleEncoder()
+
+    def process(self, group: RowGroup):
+        parquet = _open(group.path)
+        types = {f.name: _column_type(f.name, f.type) for f in parquet.schema_arrow}
+        row = group.first_row
+        for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, row_groups=[group.index]):
+            bad = _bad_rows(batch, self._required)
+            for index, reason in sorted(bad.items()):
+                yield beam.pvalue.TaggedOutput(
+                    QUARANTINE_TAG,
+                    QuarantineRecord(group.path, f"row {row + index}", reason, line=row + index),
+                )
+            if bad:
+                keep = np.ones(batch.num_rows, dtype=bool)
+                keep[list(bad)] = False
+                batch = batch.filter(pa.array(keep))
+            row += batch.num_rows + len(bad)
+            columns = [
+                as_feature_column(_without_nan(batch.column(name)), types[name])
+                for name in batch.schema.names
+            ]
+            features = pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+            records = self._encoder.encode(features)
+            key = self._assigner.key
+            keys = first_values_as_text(features.column(key)) if key else None
+            yield from self._assigner.assign(records, keys)
 
 
 @beam.ptransform_fn
-def ParquetToExamples(pipeline: beam.Pipeline, files: list[str], required: list[str]):  # noqa: N802
-    """Reads Parquet files; returns a DoOutputsTuple (main: serialized examples, quarantine)."""
-    return (
+def ParquetToExamples(  # noqa: N802 - Beam transforms are named like classes
+    pipeline: beam.Pipeline, files: list[str], required: list[str], assigner: SplitAssigner
+):
+    """Reads Parquet files; returns a DoOutputsTuple (main: split record batches, quarantine)."""
+    groups = (
         pipeline
         | "ListFiles" >> beam.Create(files)
-        | "Distribute" >> beam.Reshuffle()
-        | "ReadFiles"
-        >> beam.ParDo(_FileToExamples(required)).with_outputs(QUARANTINE_TAG, main="examples")
+        | "PlanRowGroups"
+        >> beam.FlatMap(plan_row_groups).with_outputs(QUARANTINE_TAG, main="groups")
     )
+    read = (
+        groups.groups
+        | "Distribute" >> beam.Reshuffle()
+        | "ReadRowGroups"
+        >> beam.ParDo(_RowGroupToExamples(required, assigner)).with_outputs(
+            QUARANTINE_TAG, main="examples"
+        )
+    )
+    quarantine = (groups[QUARANTINE_TAG], read[QUARANTINE_TAG]) | "Quarantine" >> beam.Flatten()
+    return {"examples": read.examples, QUARANTINE_TAG: quarantine}

@@ -25,11 +25,13 @@ class QuarantineRecord:
       source: the file it came from.
       content: the raw row (CSV), the row number (Parquet) or the file name (images).
       reason: why it could not be converted, naming the column or check.
+      line: CSV: the file's line number where the row starts (the header is line 1).
     """
 
     source: str
     content: str
     reason: str
+    line: int | None = None
 
     def to_json(self) -> str:
         record = dataclasses.asdict(self)

@@ -1,5 +1,9 @@
 """Writes a split's serialized records to TFRecord shards of a planned size.
 
+The input is a PCollection of ``spill.Spilled`` files, one split's records
+each: one Beam element per file, not per record, keeps Beam's cost per
+element out of the cost per record, and the records out of memory.
+
 TFX's writer leaves the shard count to the runner (one file for small data on
 the DirectRunner). Here the split is measured first (records, bytes, and for
 GZIP the compression ratio of a sample), the shard plan is made from that,
@@ -26,10 +30,9 @@ from components.example_gen.shard_plan import (
     ShardPlan,
     plan_shards,
 )
+from components.example_gen.spill import Spilled, read_spilled
+from components.shard_compression import GZIP, parse_compression
 
-GZIP = "gzip"
-NONE = "none"
-COMPRESSIONS = (GZIP, NONE)
 SHARD_PREFIX = "data_tfrecord"
 _TEMP_PREFIX = ".shard-"
 # Bytes of records each measuring worker keeps to estimate GZIP's ratio.
@@ -43,7 +46,7 @@ def pieces_dir(split_dir: str) -> str:
 
 def shard_suffix(compression: str) -> str:
     """Returns the file suffix; readers detect GZIP by '.gz'."""
-    return ".gz" if compression == GZIP else ""
+    return ".gz" if parse_compression(compression)[0] == GZIP else ""
 
 
 class _MeasureSplit(beam.CombineFn):
@@ -52,10 +55,12 @@ class _MeasureSplit(beam.CombineFn):
     def create_accumulator(self):
         return [0, 0, [], 0]  # records, bytes, sample, sample bytes
 
-    def add_input(self, acc, record):
-        acc[0] += 1
-        acc[1] += len(record)
-        if acc[3] < _SAMPLE_BYTES:
+    def add_input(self, acc, spilled: Spilled):
+        acc[0] += spilled.records
+        acc[1] += spilled.bytes
+        for record in spilled.sample:
+            if acc[3] >= _SAMPLE_BYTES:
+                break
             acc[2].append(record)
             acc[3] += len(record)
         return acc
@@ -92,9 +97,10 @@ def _plan(measure, options: ShardingOptions, compression: str) -> ShardPlan | No
     if count == 0:
         return None
     on_disk = size + TFRECORD_FRAMING_BYTES * count
-    if compression == GZIP and sample:
+    kind, level = parse_compression(compression)
+    if kind == GZIP and sample:
         raw = b"".join(_framed(r) for r in sample)
-        on_disk = int(on_disk * len(zlib.compress(raw, 6)) / len(raw))
+        on_disk = int(on_disk * len(zlib.compress(raw, level)) / len(raw))
     return plan_shards(on_disk, count, options)
 
 
@@ -112,15 +118,17 @@ class _WritePieces(beam.DoFn):
     def start_bundle(self):
         self._writers = {}
 
-    def process(self, record: bytes, plan: ShardPlan):
-        shard = plan.shard_of(record)
-        if shard not in self._writers:
-            tf.io.gfile.makedirs(self._pieces_dir)
-            path = os.path.join(self._pieces_dir, f"{uuid.uuid4().hex}-{shard:05d}")
-            self._writers[shard] = [tf.io.TFRecordWriter(path), path, 0]
-        entry = self._writers[shard]
-        entry[0].write(record)
-        entry[2] += 1
+    def process(self, spilled: Spilled, plan: ShardPlan):
+        for record in read_spilled(spilled.path):
+            shard = plan.shard_of(record)
+            entry = self._writers.get(shard)
+            if entry is None:
+                tf.io.gfile.makedirs(self._pieces_dir)
+                path = os.path.join(self._pieces_dir, f"{uuid.uuid4().hex}-{shard:05d}")
+                entry = self._writers[shard] = [tf.io.TFRecordWriter(path), path, 0]
+            entry[0].write(record)
+            entry[2] += 1
+        tf.io.gfile.remove(spilled.path)
 
     def finish_bundle(self):
         for shard, (writer, path, count) in self._writers.items():
@@ -143,8 +151,9 @@ class _MergeShard(beam.DoFn):
         path = os.path.join(
             self._split_dir, f"{_TEMP_PREFIX}{index:05d}{shard_suffix(self._compression)}"
         )
+        kind, level = parse_compression(self._compression)
         options = tf.io.TFRecordOptions(
-            compression_type="GZIP" if self._compression == GZIP else ""
+            compression_type="GZIP" if kind == GZIP else "", compression_level=level
         )
         count = 0
         with tf.io.TFRecordWriter(path, options) as writer:
@@ -176,7 +185,7 @@ def WriteShardedTFRecords(  # noqa: N802 - Beam transforms are named like classe
     options: ShardingOptions,
     compression: str,
 ):
-    """Writes serialized records as planned shards into split_dir.
+    """Writes one split's spilled records as planned shards into split_dir.
 
     The shard files keep temporary names until ``finalize_split`` runs; the
     plan and each shard's record count go to outcome_path (JSON).

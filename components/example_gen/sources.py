@@ -2,12 +2,53 @@
 
 from __future__ import annotations
 
+import codecs
+import dataclasses
+
 import apache_beam as beam
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from components import data_source, image_folder
 from components.data_source import IMAGES, PARQUET
-from components.example_gen import csv_source, image_source, parquet_source
+from components.example_gen import csv_blocks, csv_source, csv_types, image_source, parquet_source
+from components.example_gen.split_assignment import SplitAssigner
+
+# CSV bytes per Beam element: large enough that Beam's cost per element
+# vanishes, small enough that one large file spreads over the workers and a
+# worker's memory stays a few times this.
+DEFAULT_BLOCK_BYTES = 32 * 1024 * 1024
+DEFAULT_ENCODING = "utf-8"
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceOptions:
+    """How input files are read.
+
+    Attributes:
+      label_key: a column every row must fill (tabular), or the label
+        feature's name (images).
+      schema: CSV: column types (else inferred from the first rows).
+      block_bytes: CSV: bytes of a file parsed as one block. Larger blocks
+        cost less per row and more memory (about 5x the block per worker).
+      encoding: CSV: the files' text encoding (a Python codec name); a row
+        that does not decode is quarantined.
+    """
+
+    label_key: str | None = None
+    schema: schema_pb2.Schema | None = None
+    block_bytes: int = DEFAULT_BLOCK_BYTES
+    encoding: str = DEFAULT_ENCODING
+
+    def __post_init__(self):
+        if self.block_bytes < 1:
+            raise ValueError(f"block_bytes must be at least 1, got {self.block_bytes}.")
+        try:
+            codecs.lookup(self.encoding)
+        except LookupError:
+            raise ValueError(
+                f"Unknown encoding {self.encoding!r}; give a Python codec name such as "
+                "utf-8, latin-1 or cp1252."
+            ) from None
 
 
 def read_examples(
@@ -16,31 +57,39 @@ def read_examples(
     input_base: str,
     pattern: str,
     *,
-    label_key: str | None,
-    schema: schema_pb2.Schema | None,
+    assigner: SplitAssigner,
+    options: SourceOptions,
+    stage: str,
 ) -> beam.pvalue.DoOutputsTuple:
-    """Applies the source transform; returns its outputs (examples, quarantine).
+    """Applies the source transform; returns its outputs.
 
-    Files are listed and, for CSV, typed here, when the pipeline is built, so
-    that a missing path or an empty folder fails before any worker starts.
+    Outputs: ``examples``, elements ``(split_name, [serialized tf.Example])``,
+    and ``quarantine``, QuarantineRecords. Files are listed and, for CSV,
+    typed here, when the pipeline is built, so that a missing path or an
+    empty folder fails before any worker starts.
 
     Raises:
       ValueError: if the input is missing or empty, or the label column is not in it.
     """
-    required = [label_key] if label_key else []
+    required = [name for name in (options.label_key, assigner.key) if name]
     if source_format == IMAGES:
         files = image_folder.list_images(input_base)
-        return pipeline | "ReadImages" >> image_source.ImagesToExamples(
-            files, label_key or image_folder.DEFAULT_LABEL_KEY
+        return pipeline | f"ReadImages[{stage}]" >> image_source.ImagesToExamples(
+            files, options.label_key or image_folder.DEFAULT_LABEL_KEY, assigner
         )
     files = csv_source.list_files(input_base, pattern)
     if source_format == PARQUET:
-        return pipeline | "ReadParquet" >> parquet_source.ParquetToExamples(files, required)
-    header = data_source.read_header(files)
-    if label_key and label_key not in header:
+        return pipeline | f"ReadParquet[{stage}]" >> parquet_source.ParquetToExamples(
+            files, required, assigner
+        )
+    header = data_source.read_header(files, options.encoding)
+    if options.label_key and options.label_key not in header:
         raise ValueError(
-            f"Label column {label_key!r} is not in the CSV header of {input_base}; "
+            f"Label column {options.label_key!r} is not in the CSV header of {input_base}; "
             f"columns are: {', '.join(header)}."
         )
-    types = csv_source.infer_column_types(files, header, schema)
-    return pipeline | "ReadCsv" >> csv_source.CsvToExamples(files, header, types, required)
+    types = csv_types.infer_column_types(files, header, options.schema, options.encoding)
+    layout = csv_blocks.CsvLayout(header=tuple(header), encoding=options.encoding)
+    return pipeline | f"ReadCsv[{stage}]" >> csv_source.CsvToExamples(
+        files, layout, types, required, assigner, options.block_bytes
+    )

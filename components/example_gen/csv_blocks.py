@@ -1,0 +1,150 @@
+"""CSV files cut into blocks at record ends, and blocks cut into records.
+
+A block is a byte range of one file that starts at the beginning of a
+record and ends after a record's line end, so blocks parse independently
+and one large file spreads over many workers. Record ends are found by
+RFC 4180 quoting: a line end is a record end when the number of ``"``
+before it is even (an escaped quote ``""`` counts twice, so it never
+changes that), so a quoted field may span lines. A stray quote in an
+unquoted field upsets the count; its rows then fail to parse and are
+quarantined one line at a time rather than swallowing the rest of the file.
+"""
+
+from __future__ import annotations
+
+import bisect
+import codecs
+import dataclasses
+from collections.abc import Iterator
+
+from components import filesystem
+
+_QUOTE = b'"'
+_NEWLINE = b"\n"
+
+
+@dataclasses.dataclass(frozen=True)
+class CsvLayout:
+    """What every file of a CSV input shares.
+
+    Attributes:
+      header: the column names (the first record of every file).
+      encoding: the files' text encoding.
+    """
+
+    header: tuple[str, ...]
+    encoding: str = "utf-8"
+
+
+@dataclasses.dataclass(frozen=True)
+class CsvBlock:
+    """A byte range of a CSV file holding whole records.
+
+    Attributes:
+      path: the file.
+      start: offset of the block's first byte.
+      end: offset just after the block's last byte.
+      first_line: the file's line number (1-based; the header is line 1) at ``start``.
+    """
+
+    path: str
+    start: int
+    end: int
+    first_line: int
+
+    def read(self) -> bytes:
+        """Returns the block's bytes."""
+        with filesystem.open_binary(self.path) as f:
+            f.seek(self.start)
+            return f.read(self.end - self.start)
+
+
+def plan_blocks(path: str, block_bytes: int) -> list[CsvBlock]:
+    """Cuts a file's records after its header into blocks of about ``block_bytes``.
+
+    Reads the file once, sequentially, counting quotes and line ends; a block
+    ends at the first record end at or after ``block_bytes`` from its start.
+    """
+    chunk_bytes = min(16 * 2**20, max(block_bytes, 64 * 2**10))
+    blocks: list[CsvBlock] = []
+    offset = quotes_before = lines_before = 0
+    start = start_line = None
+    target = 0
+    with filesystem.open_binary(path) as f:
+        while chunk := f.read(chunk_bytes):
+            cursor, quotes = 0, quotes_before
+            while True:
+                begin = max(target - offset, cursor)
+                quotes += chunk.count(_QUOTE, cursor, begin)
+                cursor = begin
+                found = chunk.find(_NEWLINE, cursor)
+                while found != -1:
+                    quotes += chunk.count(_QUOTE, cursor, found)
+                    cursor = found
+                    if quotes % 2 == 0:
+                        break
+                    found = chunk.find(_NEWLINE, found + 1)
+                if found == -1:
+                    break
+                end = offset + found + 1
+                line = lines_before + chunk.count(_NEWLINE, 0, found + 1) + 1
+                if start is not None:
+                    blocks.append(CsvBlock(path, start, end, start_line))
+                start, start_line = end, line
+                target = end + block_bytes
+                cursor = found + 1
+            quotes_before = quotes + chunk.count(_QUOTE, cursor)
+            lines_before += chunk.count(_NEWLINE)
+            offset += len(chunk)
+    if start is not None and start < offset:
+        blocks.append(CsvBlock(path, start, offset, start_line))
+    return blocks
+
+
+@dataclasses.dataclass(frozen=True)
+class RawRecord:
+    """One record's bytes as the file holds them.
+
+    Attributes:
+      line: the file's line number where the record starts.
+      data: the record, line ends inside quoted fields kept, its own line end removed.
+      complete: False when a quote opened in it never closes in the block:
+        ``data`` is then its first line only.
+    """
+
+    line: int
+    data: bytes
+    complete: bool = True
+
+
+def split_records(data: bytes, first_line: int) -> Iterator[RawRecord]:
+    """Yields the non-blank records of a block, quote-aware (see the module docstring)."""
+    lines = data.split(_NEWLINE)
+    if lines and not lines[-1]:
+        lines.pop()
+    # parity[k]: quotes in lines[:k] modulo 2. A record from line i ends at the
+    # first line j >= i after which the parity is back to parity[i].
+    parity = [0]
+    for text in lines:
+        parity.append(parity[-1] ^ (text.count(_QUOTE) & 1))
+    positions = {0: [], 1: []}
+    for k, p in enumerate(parity):
+        positions[p].append(k)
+    i = 0
+    while i < len(lines):
+        after = positions[parity[i]]
+        k = bisect.bisect_right(after, i)
+        if k == len(after):
+            yield RawRecord(first_line + i, lines[i].rstrip(b"\r"), complete=False)
+            i += 1
+            continue
+        end = after[k]
+        record = _NEWLINE.join(lines[i:end]).rstrip(b"\r")
+        if record.strip():
+            yield RawRecord(first_line + i, record)
+        i = end
+
+
+def strip_bom(data: bytes) -> bytes:
+    """Returns ``data`` without a leading UTF-8 byte order mark."""
+    return data[len(codecs.BOM_UTF8) :] if data.startswith(codecs.BOM_UTF8) else data

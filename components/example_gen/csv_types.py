@@ -1,0 +1,79 @@
+"""The tf.Example type of each CSV column: from a schema, else from the first rows.
+
+Inferred by majority over a sample of rows: a column is INT if nearly all its
+non-empty values parse as integers, FLOAT if they parse as numbers, BYTES
+otherwise. A value that then does not parse as its column's type sends its
+row to quarantine instead of silently turning the column into strings.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+
+from tensorflow_metadata.proto.v0 import schema_pb2
+
+from components import filesystem
+from components.example_gen.csv_blocks import split_records, strip_bom
+from components.example_gen.features import ColumnType
+
+# Rows read to infer column types when there is no schema.
+TYPE_SAMPLE_ROWS = 20_000
+# Bytes read from the start of each file for the sample, at most.
+_SAMPLE_BYTES = 8 * 2**20
+# Share of a column's sampled values that must parse for it to take a type.
+_TYPE_MAJORITY = 0.9
+_SCHEMA_TYPES = {
+    schema_pb2.INT: ColumnType.INT,
+    schema_pb2.FLOAT: ColumnType.FLOAT,
+    schema_pb2.BYTES: ColumnType.BYTES,
+}
+
+
+def _parses(value: str, column_type: ColumnType) -> bool:
+    try:
+        {ColumnType.INT: int, ColumnType.FLOAT: float}[column_type](value)
+        return True
+    except ValueError:
+        return False
+
+
+def _sample_rows(files: list[str], encoding: str) -> list[list[str]]:
+    csv.field_size_limit(sys.maxsize)
+    sample: list[list[str]] = []
+    for path in files:
+        with filesystem.open_binary(path) as f:
+            data = strip_bom(f.read(_SAMPLE_BYTES))
+        records = [r for r in split_records(data, 1) if r.complete]
+        # The header is the first record; the last may be cut by the sample's end.
+        for record in records[1:-1] if len(data) == _SAMPLE_BYTES else records[1:]:
+            text = record.data.decode(encoding, errors="replace")
+            sample.extend(csv.reader([text] if "\n" not in text else text.splitlines(True)))
+            if len(sample) >= TYPE_SAMPLE_ROWS:
+                return sample
+    return sample
+
+
+def infer_column_types(
+    files: list[str],
+    header: list[str],
+    schema: schema_pb2.Schema | None = None,
+    encoding: str = "utf-8",
+) -> dict[str, ColumnType]:
+    """Returns each column's type: from the schema, else inferred from sampled rows."""
+    from_schema = {f.name: _SCHEMA_TYPES[f.type] for f in schema.feature} if schema else {}
+    missing = [name for name in header if name not in from_schema]
+    sample = _sample_rows(files, encoding) if missing else []
+    types = {}
+    for index, name in enumerate(header):
+        if name in from_schema:
+            types[name] = from_schema[name]
+            continue
+        values = [r[index] for r in sample if len(r) == len(header) and r[index] != ""]
+        types[name] = ColumnType.BYTES
+        for candidate in (ColumnType.INT, ColumnType.FLOAT):
+            ok = sum(_parses(v, candidate) for v in values)
+            if values and ok >= _TYPE_MAJORITY * len(values):
+                types[name] = candidate
+                break
+    return types

@@ -1,0 +1,97 @@
+"""Encoded records go to disk as soon as they are made, not into the runner's memory.
+
+The shard plan needs each split's record count and size before any shard is
+written, so the records wait somewhere while the splits are measured. Held
+as a PCollection, they would all sit in the local runner's memory (a 1 GB
+CSV becomes more than 1 GB of records); written to a spill file per split
+per bundle, only their count, size and a small sample travel on, and memory
+stays bounded by what one bundle's block holds. The writer reads each spill
+file once and deletes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import uuid
+
+import apache_beam as beam
+import tensorflow as tf
+
+# Bytes of records each spill file keeps as a sample, to estimate GZIP's ratio.
+SAMPLE_BYTES = 256 * 1024
+_PROGRESS_EVERY = 250_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Spilled:
+    """One spill file of one split's records.
+
+    Attributes:
+      split: the split the records belong to.
+      path: the uncompressed TFRecord file holding them.
+      records: how many.
+      bytes: their serialized size.
+      sample: the first records, up to SAMPLE_BYTES.
+    """
+
+    split: str
+    path: str
+    records: int
+    bytes: int
+    sample: tuple[bytes, ...]
+
+
+def read_spilled(path: str, batch_size: int = 4096):
+    """Yields the records of a spill file."""
+    for batch in tf.data.TFRecordDataset(path).batch(batch_size):
+        yield from batch.numpy()
+
+
+class SpillRecords(beam.DoFn):
+    """Writes ``(split, [record])`` batches to one spill file per split per bundle.
+
+    Emits a ``Spilled`` per file when the bundle ends, and prints progress
+    every 250,000 records (per worker).
+    """
+
+    def __init__(self, spill_dir: str):
+        self._spill_dir = spill_dir
+        self._seen = 0
+
+    def start_bundle(self):
+        self._open = {}
+
+    def process(self, element: tuple[str, list[bytes]]):
+        split, records = element
+        entry = self._open.get(split)
+        if entry is None:
+            tf.io.gfile.makedirs(self._spill_dir)
+            path = os.path.join(self._spill_dir, f"{split}-{uuid.uuid4().hex}.tfrecord")
+            entry = self._open[split] = {
+                "writer": tf.io.TFRecordWriter(path), "path": path, "records": 0,
+                "bytes": 0, "sample": [], "sample_bytes": 0,
+            }  # fmt: skip
+        write = entry["writer"].write
+        for record in records:
+            write(record)
+        entry["records"] += len(records)
+        entry["bytes"] += sum(map(len, records))
+        for record in records:
+            if entry["sample_bytes"] >= SAMPLE_BYTES:
+                break
+            entry["sample"].append(record)
+            entry["sample_bytes"] += len(record)
+        before, self._seen = self._seen, self._seen + len(records)
+        if self._seen // _PROGRESS_EVERY > before // _PROGRESS_EVERY:
+            print(f"  ... {self._seen:,} examples converted by worker {os.getpid()}", flush=True)
+
+    def finish_bundle(self):
+        for split, entry in self._open.items():
+            entry["writer"].close()
+            spilled = Spilled(
+                split, entry["path"], entry["records"], entry["bytes"], tuple(entry["sample"])
+            )
+            yield beam.utils.windowed_value.WindowedValue(
+                spilled, 0, [beam.transforms.window.GlobalWindow()]
+            )
