@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import re
 
 from components.data_source import DataSource
+from components.shard_compression import parse_compression
 from components.task import Task
 from components.trainer.options import TrainingOptions
 from pipelines.module_file import ModuleFile
@@ -47,20 +49,30 @@ class IngestOptions:
         per training server): each split gets at least this many shards,
         data allowing, so reads overlap even when the data is smaller than
         one shard's target size.
-      compression: ``gzip`` or ``none``; None: the format's default, GZIP for
-        tabular data (text compresses several-fold) and none for images
-        (encoded images shrink by a few percent under GZIP, which doubles the
-        CPU of reading them).
+      compression: ``gzip``, ``gzip:LEVEL`` (1 fastest to 9 smallest) or
+        ``none``; None: the format's default, GZIP for tabular data (text
+        compresses several-fold) and none for images (encoded images shrink
+        by a few percent under GZIP, which doubles the CPU of reading them).
+      encoding: CSV: the files' text encoding (a Python codec name); rows
+        that do not decode are quarantined.
     """
 
     num_readers: int = 10
     compression: str | None = None
+    encoding: str = "utf-8"
 
     def __post_init__(self):
         if self.num_readers < 1:
             raise ValueError(f"num_readers must be at least 1, got {self.num_readers}.")
-        if self.compression not in (None, "gzip", "none"):
-            raise ValueError(f"compression must be gzip or none, got {self.compression!r}.")
+        if self.compression is not None:
+            parse_compression(self.compression)
+        try:
+            codecs.lookup(self.encoding)
+        except LookupError:
+            raise ValueError(
+                f"Unknown encoding {self.encoding!r}; give a Python codec name such as "
+                "utf-8, latin-1 or cp1252."
+            ) from None
 
     def compression_for(self, source: DataSource) -> str:
         """The compression the shards of ``source`` get."""

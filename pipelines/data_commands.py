@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import os
+
+from pipelines.task_arguments import compression_argument
 
 
 def add_parsers(commands) -> None:
@@ -16,7 +19,21 @@ def add_parsers(commands) -> None:
     convert.add_argument("--format", choices=("csv", "parquet", "images"), default="csv")
     convert.add_argument("--shard-size", default="128MiB", help="target bytes per shard file")
     convert.add_argument("--readers", type=int, help="parallel readers: at least this many shards")
-    convert.add_argument("--compression", choices=("gzip", "none"), default="gzip")
+    convert.add_argument(
+        "--compression",
+        type=compression_argument,
+        default="gzip",
+        help="gzip (default), gzip:LEVEL (1 fastest - 9 smallest) or none",
+    )
+    convert.add_argument(
+        "--encoding", default="utf-8", help="CSV: the files' text encoding (default utf-8)"
+    )
+    convert.add_argument(
+        "--block-size", default="32MiB", help="CSV: bytes parsed as one block (default 32MiB)"
+    )
+    convert.add_argument(
+        "--overwrite", action="store_true", help="replace what DEST holds (default: refuse)"
+    )
     convert.add_argument(
         "--label", help="tabular: column every row must fill; images: label feature name"
     )
@@ -57,6 +74,10 @@ def _parse_splits(text: str) -> dict[str, int]:
 
 def run_convert(args: argparse.Namespace) -> None:
     """Converts and prints the shard plan and the quarantine count."""
+    try:
+        codecs.lookup(args.encoding)
+    except LookupError:
+        raise ValueError(f"--encoding {args.encoding!r} is not a Python codec name.") from None
     from components.example_gen.convert import QUARANTINE_DIR, convert
     from components.example_gen.shard_plan import ShardingOptions, parse_size
     from pipelines.disk_space import check_disk_full
@@ -83,6 +104,9 @@ def run_convert(args: argparse.Namespace) -> None:
             splits=splits,
             split_key=args.split_key,
             beam_pipeline_args=[*DEFAULT_BEAM_ARGS, *args.beam_arg],
+            block_bytes=parse_size(args.block_size),
+            encoding=args.encoding,
+            overwrite=args.overwrite,
         )
     except Exception as e:
         check_disk_full(e, dest)

@@ -102,6 +102,7 @@ def create_pipeline(
         source_format=source.format,
         sharding=ShardingOptions(num_readers=config.ingest.num_readers),
         compression=config.ingest.compression_for(source),
+        encoding=config.ingest.encoding,
         input_config=tfx.proto.Input(
             splits=[tfx.proto.Input.Split(name="single_split", pattern=source.file_pattern)]
         ),

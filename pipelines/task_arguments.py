@@ -12,11 +12,22 @@ import os
 import re
 from pathlib import Path
 
+from components.shard_compression import parse_compression
+
 _REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = _REPO_ROOT / "data" / "penguins"
 DEFAULT_LABEL = "species"
 SCHEMAS_DIR = _REPO_ROOT / "schemas"
 _NO_AUGMENTATION = "none"
+
+
+def compression_argument(text: str) -> str:
+    """Checks a --compression value for argparse (gzip, gzip:LEVEL or none)."""
+    try:
+        parse_compression(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 class UsageError(Exception):
@@ -94,8 +105,15 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--compression",
-        choices=("gzip", "none"),
-        help="of the shards (default: gzip for tabular data, none for images)",
+        type=compression_argument,
+        help="of the shards: gzip, gzip:LEVEL (1 fastest - 9 smallest) or none "
+        "(default: gzip for tabular data, none for images)",
+    )
+    parser.add_argument(
+        "--encoding",
+        default="utf-8",
+        help="CSV: the files' text encoding, e.g. latin-1 or cp1252 (default: utf-8); "
+        "rows that do not decode are quarantined",
     )
     images = parser.add_argument_group("images")
     images.add_argument(
@@ -263,7 +281,9 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
             min_accuracy=args.min_accuracy, max_mean_absolute_error=args.max_mae
         ),
         training=training,
-        ingest=IngestOptions(num_readers=args.readers, compression=args.compression),
+        ingest=IngestOptions(
+            num_readers=args.readers, compression=args.compression, encoding=args.encoding
+        ),
         module_file=module_file,
     )
 

@@ -4,7 +4,7 @@ import codecs
 
 import pytest
 
-from components.example_gen.csv_blocks import plan_blocks, split_records
+from components.example_gen.csv_blocks import cut_block, plan_blocks, split_records
 
 ROWS = [b"1,plain,0", b'2,"two\nlines",1', b'3,"quote "" inside",0', b"4,last,1"]
 
@@ -75,3 +75,12 @@ def test_a_quote_that_never_closes_costs_its_own_line_only():
         (4, b"3,after,0", True),
         (5, b"4,x,1", True),
     ]
+
+
+def test_cut_block_cuts_at_record_ends_and_keeps_line_numbers():
+    data = b"\n".join(ROWS * 50) + b"\n"
+    parts = cut_block(data, 2, 7)
+    assert b"".join(p for p, _ in parts) == data
+    records = [r for part, line in parts for r in split_records(part, line)]
+    assert records == list(split_records(data, 2))
+    assert len(parts) > 1

@@ -101,6 +101,27 @@ def plan_blocks(path: str, block_bytes: int) -> list[CsvBlock]:
     return blocks
 
 
+def cut_block(data: bytes, first_line: int, pieces: int) -> list[tuple[bytes, int]]:
+    """Cuts a block's bytes into about ``pieces`` parts at record ends.
+
+    Returns:
+      ``(bytes, first_line)`` of each part, in order, together all of ``data``.
+    """
+    parts, start, line = [], 0, first_line
+    for k in range(1, pieces):
+        found = data.find(_NEWLINE, max(start, len(data) * k // pieces))
+        while found != -1 and data.count(_QUOTE, 0, found) % 2:
+            found = data.find(_NEWLINE, found + 1)
+        if found == -1:
+            break
+        parts.append((data[start : found + 1], line))
+        line += data.count(_NEWLINE, start, found + 1)
+        start = found + 1
+    if start < len(data):
+        parts.append((data[start:], line))
+    return parts
+
+
 @dataclasses.dataclass(frozen=True)
 class RawRecord:
     """One record's bytes as the file holds them.

@@ -4,9 +4,11 @@ Files are cut into blocks of whole records (``csv_blocks``); each block is
 parsed by ``pyarrow.csv`` into typed columns (types from ``csv_types``) and
 encoded in one call. A block the columnar parser rejects (a wrong column
 count, a value of the wrong type, an undecodable byte, an unterminated
-quote, an empty required column) is parsed again row by row (``csv_rows``),
-so that each bad row is quarantined with its file, line and reason and every
-good row is kept; a block without bad rows never pays for that. Empty cells
+quote, an empty required column) is cut into smaller parts, parsed columnar
+again, and only the small parts that still fail are parsed row by row
+(``csv_rows``), so that each bad row is quarantined with its file, line and
+reason and every good row is kept; a block without bad rows never pays for
+any of that. Empty cells
 are missing values; a UTF-8 byte order mark is not part of the data.
 """
 
@@ -20,7 +22,13 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import tensorflow as tf
 
-from components.example_gen.csv_blocks import CsvBlock, CsvLayout, plan_blocks, split_records
+from components.example_gen.csv_blocks import (
+    CsvBlock,
+    CsvLayout,
+    cut_block,
+    plan_blocks,
+    split_records,
+)
 from components.example_gen.csv_rows import RowParser
 from components.example_gen.features import ColumnType
 from components.example_gen.quarantine import QUARANTINE_TAG, QuarantineRecord
@@ -33,11 +41,19 @@ from components.example_gen.split_assignment import SplitAssigner
 
 # What pyarrow reads each type as; FLOAT is read as float64 and then cast, as
 # Python's float() and the row parser do, so both paths give the same float32.
-_READ_TYPES = {
+ARROW_READ_TYPES = {
     ColumnType.INT: pa.int64(),
     ColumnType.FLOAT: pa.float64(),
     ColumnType.BYTES: pa.string(),
 }
+
+
+# A part of a block holding a bad row is cut into _CUT_INTO parts and each
+# parsed columnar again, until parts are this small; then row by row. One
+# bad row in a 32 MiB block costs two more columnar parses and 64 KiB of
+# rows in Python, not the whole block.
+_CUT_INTO = 16
+_ROW_BY_ROW_BYTES = 64 * 1024
 
 
 class _BlockToExamples(beam.DoFn):
@@ -62,7 +78,7 @@ class _BlockToExamples(beam.DoFn):
         self._encoder = ExampleEncoder()
         self._rows = RowParser(self._layout, self._types, self._required)
         self._convert = pacsv.ConvertOptions(
-            column_types={name: _READ_TYPES[t] for name, t in self._types.items()},
+            column_types={name: ARROW_READ_TYPES[t] for name, t in self._types.items()},
             null_values=[""],
             strings_can_be_null=True,
             quoted_strings_can_be_null=True,
@@ -70,20 +86,27 @@ class _BlockToExamples(beam.DoFn):
         self._parse = pacsv.ParseOptions(newlines_in_values=True)
 
     def process(self, block: CsvBlock):
-        data = block.read()
+        yield from self._convert_part(block.path, block.read(), block.first_line)
+
+    def _convert_part(self, path: str, data: bytes, first_line: int):
+        """Converts a block; a part with a bad row is cut smaller until the rows are few."""
         batch = self._parse_columnar(data)
+        if batch is None and len(data) > _ROW_BY_ROW_BYTES:
+            for part, line in cut_block(data, first_line, _CUT_INTO):
+                yield from self._convert_part(path, part, line)
+            return
         if batch is None:
-            outcome = self._rows.parse(list(split_records(data, block.first_line)))
+            outcome = self._rows.parse(list(split_records(data, first_line)))
             batch = outcome.batch
             for record, text, reason in outcome.bad:
                 yield beam.pvalue.TaggedOutput(
-                    QUARANTINE_TAG, QuarantineRecord(block.path, text, reason, line=record.line)
+                    QUARANTINE_TAG, QuarantineRecord(path, text, reason, line=record.line)
                 )
         records = self._encoder.encode(batch)
-        keys = (
-            first_values_as_text(batch.column(self._assigner.key)) if self._assigner.key else None
+        key = self._assigner.key
+        yield from self._assigner.assign(
+            records, first_values_as_text(batch.column(key)) if key else None
         )
-        yield from self._assigner.assign(records, keys)
 
     def _parse_columnar(self, data: bytes) -> pa.RecordBatch | None:
         """Returns the block as feature columns, or None if any row in it is bad."""

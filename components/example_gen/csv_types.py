@@ -19,8 +19,9 @@ from components.example_gen.features import ColumnType
 
 # Rows read to infer column types when there is no schema.
 TYPE_SAMPLE_ROWS = 20_000
-# Bytes read from the start of each file for the sample, at most.
-_SAMPLE_BYTES = 8 * 2**20
+# Bytes read from the start of each file for the sample: the first size that
+# holds enough rows (small rows need little; wide rows up to the last).
+_SAMPLE_BYTES = (2**20, 8 * 2**20)
 # Share of a column's sampled values that must parse for it to take a type.
 _TYPE_MAJORITY = 0.9
 _SCHEMA_TYPES = {
@@ -42,11 +43,14 @@ def _sample_rows(files: list[str], encoding: str) -> list[list[str]]:
     csv.field_size_limit(sys.maxsize)
     sample: list[list[str]] = []
     for path in files:
-        with filesystem.open_binary(path) as f:
-            data = strip_bom(f.read(_SAMPLE_BYTES))
-        records = [r for r in split_records(data, 1) if r.complete]
+        for size in _SAMPLE_BYTES:
+            with filesystem.open_binary(path) as f:
+                data = f.read(size)
+            records = [r for r in split_records(strip_bom(data), 1) if r.complete]
+            if len(data) < size or len(records) > TYPE_SAMPLE_ROWS - len(sample):
+                break
         # The header is the first record; the last may be cut by the sample's end.
-        for record in records[1:-1] if len(data) == _SAMPLE_BYTES else records[1:]:
+        for record in records[1:-1] if len(data) == size else records[1:]:
             text = record.data.decode(encoding, errors="replace")
             sample.extend(csv.reader([text] if "\n" not in text else text.splitlines(True)))
             if len(sample) >= TYPE_SAMPLE_ROWS:
