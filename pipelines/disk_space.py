@@ -13,6 +13,8 @@ import os
 import re
 import shutil
 
+from components.shard_compression import parse_compression
+
 _FULL_DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 _FULL_DISK_SIGNS = (
     "No space left on device",
@@ -28,6 +30,10 @@ _FIXED_RUN_BYTES = {True: 4 * 2**20, False: 48 * 2**20}
 # Shards per input byte: GZIP shards of CSV take about half the CSV; images
 # are stored as they are. Tabular data is written twice (ExampleGen, Transform).
 _SHARD_BYTES_PER_INPUT_BYTE = {"gzip": 0.6, "none": 1.1}
+# While ExampleGen plans its shards, its records wait uncompressed in spill
+# files (components/example_gen/spill.py): about 3x a CSV (9 columns of short
+# values), about 1x images, on top of the shards being written.
+_SPILL_BYTES_PER_INPUT_BYTE = {True: 3.2, False: 1.05}
 
 
 class DiskFull(Exception):
@@ -47,11 +53,15 @@ def tree_bytes(folder: str) -> int:
 
 
 def estimated_run_bytes(input_bytes: int, compression: str, tabular: bool) -> int:
-    """About how much a first run on ``input_bytes`` of data writes."""
-    copies = 2 if tabular else 1
-    return int(
-        _FIXED_RUN_BYTES[tabular] + copies * _SHARD_BYTES_PER_INPUT_BYTE[compression] * input_bytes
-    )
+    """About how much disk a first run on ``input_bytes`` of data needs at its peak.
+
+    The larger of what the finished run holds and what ExampleGen holds while
+    it converts (its spill files and the shards it writes).
+    """
+    shards = _SHARD_BYTES_PER_INPUT_BYTE[parse_compression(compression)[0]] * input_bytes
+    finished = _FIXED_RUN_BYTES[tabular] + (2 if tabular else 1) * shards
+    converting = _SPILL_BYTES_PER_INPUT_BYTE[tabular] * input_bytes + shards
+    return int(max(finished, converting))
 
 
 def human(size: float) -> str:

@@ -62,8 +62,8 @@ def _column_type(name: str, arrow_type: pa.DataType) -> ColumnType:
 
 
 def _open(path: str) -> pq.ParquetFile:
-    with filesystem.open_binary(path) as f:
-        return pq.ParquetFile(pa.BufferReader(f.read()))
+    """Opens a Parquet file for reading by row group (read on demand, not whole)."""
+    return pq.ParquetFile(filesystem.open_binary(path))
 
 
 def plan_row_groups(path: str):

@@ -7,8 +7,9 @@ element out of the cost per record, and the records out of memory.
 TFX's writer leaves the shard count to the runner (one file for small data on
 the DirectRunner). Here the split is measured first (records, bytes, and for
 GZIP the compression ratio of a sample), the shard plan is made from that,
-and each bundle writes its records to one piece per planned shard; each
-shard's pieces are then concatenated by one worker. Shard files get
+and each bundle writes its records, compressed, to one piece per planned
+shard; each shard's pieces are then joined byte for byte by one worker
+(GZIP pieces are GZIP members, read in sequence). Shard files get
 temporary names; ``finalize_split`` gives them their final
 ``data_tfrecord-SSSSS-of-NNNNN[.gz]`` names and returns the outcome.
 """
@@ -35,6 +36,7 @@ from components.shard_compression import GZIP, parse_compression
 
 SHARD_PREFIX = "data_tfrecord"
 _TEMP_PREFIX = ".shard-"
+_COPY_BYTES = 16 * 2**20
 # Bytes of records each measuring worker keeps to estimate GZIP's ratio.
 _SAMPLE_BYTES = 4 * 1024 * 1024
 
@@ -105,15 +107,24 @@ def _plan(measure, options: ShardingOptions, compression: str) -> ShardPlan | No
 
 
 class _WritePieces(beam.DoFn):
-    """Writes each bundle's records into one uncompressed piece file per planned shard.
+    """Writes each bundle's records into one piece file per planned shard, compressed.
 
-    Only piece paths travel through the shuffle that gathers a shard, never
-    the records: grouping whole shards (hundreds of MB per key) through the
-    DirectRunner's shuffle lost records at 1 GB.
+    A piece is a complete TFRecord file in the shard's compression: GZIP
+    pieces are GZIP members, which TensorFlow's and Beam's readers read one
+    after the other when concatenated, as RFC 1952 allows. So a shard is its
+    pieces' bytes joined, with no record read or written again. Only piece
+    paths travel through the shuffle that gathers a shard, never the records.
     """
 
-    def __init__(self, pieces_dir: str):
+    def __init__(self, pieces_dir: str, compression: str):
         self._pieces_dir = pieces_dir
+        self._compression = compression
+
+    def setup(self):
+        kind, level = parse_compression(self._compression)
+        self._options = tf.io.TFRecordOptions(
+            compression_type="GZIP" if kind == GZIP else "", compression_level=level
+        )
 
     def start_bundle(self):
         self._writers = {}
@@ -125,7 +136,7 @@ class _WritePieces(beam.DoFn):
             if entry is None:
                 tf.io.gfile.makedirs(self._pieces_dir)
                 path = os.path.join(self._pieces_dir, f"{uuid.uuid4().hex}-{shard:05d}")
-                entry = self._writers[shard] = [tf.io.TFRecordWriter(path), path, 0]
+                entry = self._writers[shard] = [tf.io.TFRecordWriter(path, self._options), path, 0]
             entry[0].write(record)
             entry[2] += 1
         tf.io.gfile.remove(spilled.path)
@@ -139,7 +150,7 @@ class _WritePieces(beam.DoFn):
 
 
 class _MergeShard(beam.DoFn):
-    """Concatenates a shard's pieces into its (optionally GZIP) shard file."""
+    """Joins a shard's pieces, byte for byte, into its shard file."""
 
     def __init__(self, split_dir: str, compression: str):
         self._split_dir = split_dir
@@ -151,16 +162,12 @@ class _MergeShard(beam.DoFn):
         path = os.path.join(
             self._split_dir, f"{_TEMP_PREFIX}{index:05d}{shard_suffix(self._compression)}"
         )
-        kind, level = parse_compression(self._compression)
-        options = tf.io.TFRecordOptions(
-            compression_type="GZIP" if kind == GZIP else "", compression_level=level
-        )
         count = 0
-        with tf.io.TFRecordWriter(path, options) as writer:
+        with tf.io.gfile.GFile(path, "wb") as shard:
             for piece, piece_count in sorted(pieces):
-                for batch in tf.data.TFRecordDataset(piece).batch(4096):
-                    for record in batch.numpy():
-                        writer.write(record)
+                with tf.io.gfile.GFile(piece, "rb") as f:
+                    while chunk := f.read(_COPY_BYTES):
+                        shard.write(chunk)
                 count += piece_count
                 tf.io.gfile.remove(piece)
         yield {"index": index, "path": path, "records": count}
@@ -198,7 +205,7 @@ def WriteShardedTFRecords(  # noqa: N802 - Beam transforms are named like classe
     plan_view = beam.pvalue.AsSingleton(plan)
     return (
         records
-        | "WritePieces" >> beam.ParDo(_WritePieces(pieces_dir(split_dir)), plan_view)
+        | "WritePieces" >> beam.ParDo(_WritePieces(pieces_dir(split_dir), compression), plan_view)
         | "GroupByShard" >> beam.GroupByKey()
         | "MergeShard" >> beam.ParDo(_MergeShard(split_dir, compression))
         | "Collect" >> beam.combiners.ToList()
