@@ -174,7 +174,7 @@ def _bare_chain(source: str, dest: str, compression: str) -> int:
     return rows
 
 
-def _sharded(source: str, dest: str, source_format: str, compression: str, workers: str) -> int:
+def _sharded(source: str, dest: str, source_format: str, compression: str, workers: str) -> dict:
     from components.example_gen.convert import convert
     from components.example_gen.shard_plan import ShardingOptions
 
@@ -188,7 +188,14 @@ def _sharded(source: str, dest: str, source_format: str, compression: str, worke
         beam_pipeline_args=TWO_WORKERS if workers == "2w" else IN_MEMORY,
         overwrite=True,
     )
-    return report["records_written"]
+    return {
+        "rows": report["records_written"],
+        "quarantined": report["quarantined_by_reason"],
+        "shard_mib": {
+            name: [round(s["bytes"] / 2**20, 1) for s in split["shards"]]
+            for name, split in report["splits"].items()
+        },
+    }
 
 
 def _csv_example_gen(source: str, dest: str) -> int:
@@ -263,11 +270,13 @@ def _child(how: str, source: str, dest: str, source_format: str) -> None:
     from components.example_gen import convert  # noqa: F401
 
     kind, *rest = how.split(":")
+    details = {}
     started, cpu_started = time.monotonic(), _cpu_seconds()
     if kind == "bare":
         rows = _bare_chain(source, dest, rest[0])
     elif kind == "sharded":
-        rows = _sharded(source, dest, source_format, ":".join(rest[:-1]), rest[-1])
+        details = _sharded(source, dest, source_format, ":".join(rest[:-1]), rest[-1])
+        rows = details.pop("rows")
     elif kind == "tfx":
         rows = _csv_example_gen(source, dest)
     else:
@@ -277,7 +286,8 @@ def _child(how: str, source: str, dest: str, source_format: str) -> None:
         for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
     )
     seconds, cpu = time.monotonic() - started, _cpu_seconds() - cpu_started
-    print(json.dumps({"rows": rows, "seconds": seconds, "cpu": cpu, "rss_mb": peak_kib / 1024}))
+    result = {"rows": rows, "seconds": seconds, "cpu": cpu, "rss_mb": peak_kib / 1024}
+    print(json.dumps({**result, **details}))
 
 
 # --- the parent: runs each converter in its own process, prints the table -----------
@@ -378,13 +388,17 @@ def main() -> None:
         name: os.path.join(args.work, name) for name in ("clean", "csv", "parquet", "images")
     }
     csv_file = os.path.join(folders["csv"], "data.csv")
-    if not os.path.exists(csv_file) or os.path.getsize(csv_file) < args.size_mb * 10**6:
-        for folder in folders.values():
-            shutil.rmtree(folder, ignore_errors=True)
-        print(f"Generating {args.size_mb:,} MB of CSV, a Parquet copy and {args.images:,} JPEGs "
-              f"in {args.work} ...", flush=True)  # fmt: skip
+    size = os.path.getsize(csv_file) if os.path.exists(csv_file) else 0
+    if not args.size_mb * 10**6 <= size < (args.size_mb + 1) * 10**6 * 1.1:
+        for name in ("clean", "csv", "parquet"):
+            shutil.rmtree(folders[name], ignore_errors=True)
+        print(f"Generating {args.size_mb:,} MB of CSV and a Parquet copy ...", flush=True)
         _generate_csv(folders["clean"], folders["csv"], args.size_mb * 10**6)
         _generate_parquet(folders["clean"], folders["parquet"])
+    images = sum(len(names) for _, _, names in os.walk(folders["images"]))
+    if images != args.images:
+        shutil.rmtree(folders["images"], ignore_errors=True)
+        print(f"Generating {args.images:,} JPEGs ...", flush=True)
         _generate_images(folders["images"], args.images)
     inputs = {name: {"mb": _tree_bytes(folder) / 1e6} for name, folder in folders.items()}
     results = {}
@@ -404,6 +418,10 @@ def main() -> None:
     print(f"\n{os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}")
     _table(results, inputs)
     _ratios(results)
+    for name, r in results.items():
+        if "shard_mib" in r and CONVERTERS[name][0] == "csv":
+            print(f"{name}: shards (MiB, target 128) {r['shard_mib']}; quarantined "
+                  f"{r['quarantined']} ({len(BAD_ROWS)} rows planted)")  # fmt: skip
 
 
 if __name__ == "__main__":

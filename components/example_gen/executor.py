@@ -1,4 +1,4 @@
-"""ShardedExampleGen's executor: TFX's hash splitting, this project's sources and writer."""
+"""ShardedExampleGen's executor: this project's sources, split assignment, spill and writer."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def _split_sources(
     ]
 
 
-def _read_split_batches(
+def _read_spilled_splits(
     pipeline, exec_properties: dict[str, Any], output_config, input_config, spill_dir: str
 ):
     """Applies the source transforms; returns (split name → PCollection of Spilled files)."""
@@ -176,7 +176,7 @@ class Executor(BaseExampleGenExecutor):
         spill_dir = os.path.join(examples.uri, _SPILL_DIR)
         logging.info("Converting %s into sharded TFRecords.", exec_properties["input_base"])
         with self._make_beam_pipeline() as pipeline:
-            splits = _read_split_batches(
+            splits = _read_spilled_splits(
                 pipeline, exec_properties, output_config, input_config, spill_dir
             )
             for name, batches in splits.items():

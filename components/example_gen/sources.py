@@ -73,6 +73,11 @@ def read_examples(
     """
     required = [name for name in (options.label_key, assigner.key) if name]
     if source_format == IMAGES:
+        if assigner.key:
+            raise ValueError(
+                f"Splitting on a key column ({assigner.key!r}) is for tabular data; "
+                "image folders are split by a hash of each record."
+            )
         files = image_folder.list_images(input_base)
         return pipeline | f"ReadImages[{stage}]" >> image_source.ImagesToExamples(
             files, options.label_key or image_folder.DEFAULT_LABEL_KEY, assigner
