@@ -18,6 +18,7 @@ import zlib
 import apache_beam as beam
 import tensorflow as tf
 
+from components import filesystem
 from components.example_gen.features import ColumnType, feature, serialize
 from components.example_gen.quarantine import QUARANTINE_TAG, QuarantineRecord
 from components.example_gen.split_assignment import SplitAssigner
@@ -61,6 +62,36 @@ def image_shape(encoded: bytes) -> tuple[int, int, int]:
     return tuple(int(d) for d in tf.io.decode_image(encoded, expand_animations=False).shape)
 
 
+@tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+def _jpeg_header_shapes(encoded: tf.Tensor) -> tf.Tensor:
+    return tf.map_fn(tf.image.extract_jpeg_shape, encoded, fn_output_signature=tf.int32)
+
+
+def image_shapes(images: list[bytes]) -> list[tuple[int, int, int] | Exception]:
+    """Returns ``image_shape`` of each image, or the error that says why it is none.
+
+    Complete JPEGs are measured together, in one call to TensorFlow (one call
+    per image costs more in dispatch than the header parse itself).
+    """
+    shapes: list = [None] * len(images)
+    jpegs = [i for i, e in enumerate(images) if e.startswith(_JPEG_START) and e.endswith(_JPEG_END)]
+    if jpegs:
+        try:
+            found = _jpeg_header_shapes(tf.constant([images[i] for i in jpegs])).numpy().tolist()
+        except tf.errors.InvalidArgumentError:
+            found = [None] * len(jpegs)  # a bad header among them: each is measured alone
+        for index, shape in zip(jpegs, found, strict=True):
+            if shape and shape[2] in (1, 3):
+                shapes[index] = tuple(shape)
+    for index, shape in enumerate(shapes):
+        if shape is None:
+            try:
+                shapes[index] = image_shape(images[index])
+            except (tf.errors.InvalidArgumentError, ValueError) as e:
+                shapes[index] = e
+    return shapes
+
+
 class _ImagesToExamples(beam.DoFn):
     """Converts a batch of files; emits ``(split, [serialized example])`` and QuarantineRecords."""
 
@@ -69,25 +100,23 @@ class _ImagesToExamples(beam.DoFn):
         self._assigner = assigner
 
     def process(self, items: list[LabelledFile]):
-        records = []
+        readable, contents = [], []
         for item in items:
-            converted = self._convert(item)
-            if isinstance(converted, bytes):
-                records.append(converted)
+            try:
+                with filesystem.open_binary(item.path) as f:
+                    contents.append(f.read())
+                readable.append(item)
+            except (tf.errors.NotFoundError, OSError) as e:
+                yield self._bad(item, f"unreadable file: {e}")
+        records = []
+        for item, encoded, shape in zip(readable, contents, image_shapes(contents), strict=True):
+            if isinstance(shape, Exception):
+                yield self._bad(item, f"not an image: {decode_error(shape)}")
             else:
-                yield converted
+                records.append(self._example(item, encoded, shape))
         yield from self._assigner.assign(records)
 
-    def _convert(self, item: LabelledFile):
-        try:
-            with tf.io.gfile.GFile(item.path, "rb") as f:
-                encoded = f.read()
-        except (tf.errors.NotFoundError, OSError) as e:
-            return self._bad(item, f"unreadable file: {e}")
-        try:
-            shape = image_shape(encoded)
-        except (tf.errors.InvalidArgumentError, ValueError) as e:
-            return self._bad(item, f"not an image: {decode_error(e)}")
+    def _example(self, item: LabelledFile, encoded: bytes, shape: tuple[int, int, int]) -> bytes:
         height, width, channels = shape
         return serialize(
             {
