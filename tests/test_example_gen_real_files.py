@@ -162,3 +162,11 @@ def test_parquet_lists_with_nulls_are_quarantined_not_shifted(tmp_path):
     assert report["records_written"] == 196
     lengths = {len(e.features.feature["v"].float_list.value) for e in _examples(tmp_path / "out")}
     assert lengths == {2}
+
+
+def test_a_bad_row_larger_than_the_fallback_part_is_quarantined(tmp_path):
+    (tmp_path / "csv").mkdir()
+    rows = [b"id,text,label", *(b"%d,t,1" % i for i in range(30)), b"x," + b"y" * 200_000 + b",1"]
+    (tmp_path / "csv" / "d.csv").write_bytes(b"\n".join(rows) + b"\n")
+    report = _convert(tmp_path / "csv", tmp_path / "out", block_bytes=1 << 20, max_bad_fraction=0.5)
+    assert (report["records_written"], report["quarantined"]) == (30, 1)

@@ -91,8 +91,9 @@ class _BlockToExamples(beam.DoFn):
     def _convert_part(self, path: str, data: bytes, first_line: int):
         """Converts a block; a part with a bad row is cut smaller until the rows are few."""
         batch = self._parse_columnar(data)
-        if batch is None and len(data) > _ROW_BY_ROW_BYTES:
-            for part, line in cut_block(data, first_line, _CUT_INTO):
+        parts = cut_block(data, first_line, _CUT_INTO) if batch is None else []
+        if len(data) > _ROW_BY_ROW_BYTES and len(parts) > 1:
+            for part, line in parts:
                 yield from self._convert_part(path, part, line)
             return
         if batch is None:

@@ -61,15 +61,11 @@ def _column_type(name: str, arrow_type: pa.DataType) -> ColumnType:
     )
 
 
-def _open(path: str) -> pq.ParquetFile:
-    """Opens a Parquet file for reading by row group (read on demand, not whole)."""
-    return pq.ParquetFile(filesystem.open_binary(path))
-
-
 def plan_row_groups(path: str):
     """Yields the file's row groups, or one QuarantineRecord if it cannot be read."""
     try:
-        metadata = _open(path).metadata
+        with filesystem.open_binary(path) as f:
+            metadata = pq.ParquetFile(f).metadata
     except (pa.ArrowException, OSError) as e:
         yield beam.pvalue.TaggedOutput(
             QUARANTINE_TAG, QuarantineRecord(path, path, f"unreadable Parquet file: {e}")
@@ -125,7 +121,11 @@ class _RowGroupToExamples(beam.DoFn):
         self._encoder = ExampleEncoder()
 
     def process(self, group: RowGroup):
-        parquet = _open(group.path)
+        # Read on demand, one row group at a time, not the whole file.
+        with filesystem.open_binary(group.path) as f:
+            yield from self._read(group, pq.ParquetFile(f))
+
+    def _read(self, group: RowGroup, parquet: pq.ParquetFile):
         types = {f.name: _column_type(f.name, f.type) for f in parquet.schema_arrow}
         row = group.first_row
         for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, row_groups=[group.index]):
