@@ -19,8 +19,8 @@ from components.example_gen.features import ColumnType
 
 # Rows read to infer column types when there is no schema.
 TYPE_SAMPLE_ROWS = 20_000
-# Bytes read from the start of each file for the sample: the first size that
-# holds enough rows (small rows need little; wide rows up to the last).
+# Bytes read from the start of each file for the sample: 1 MiB, then as much
+# as the rows still wanted need at the rows' size so far, up to 8 MiB.
 _SAMPLE_BYTES = (2**20, 8 * 2**20)
 # Share of a column's sampled values that must parse for it to take a type.
 _TYPE_MAJORITY = 0.9
@@ -43,12 +43,16 @@ def _sample_rows(files: list[str], encoding: str) -> list[list[str]]:
     csv.field_size_limit(sys.maxsize)
     sample: list[list[str]] = []
     for path in files:
-        for size in _SAMPLE_BYTES:
+        size = _SAMPLE_BYTES[0]
+        while True:
             with filesystem.open_binary(path) as f:
                 data = f.read(size)
             records = [r for r in split_records(strip_bom(data), 1) if r.complete]
-            if len(data) < size or len(records) > TYPE_SAMPLE_ROWS - len(sample):
+            wanted = TYPE_SAMPLE_ROWS - len(sample) + 2  # the header, a cut last row
+            if len(data) < size or len(records) >= wanted or size >= _SAMPLE_BYTES[1]:
                 break
+            # Enough bytes for the rows still wanted, at the rows' size so far.
+            size = min(_SAMPLE_BYTES[1], int(size * wanted / max(len(records), 1) * 1.1))
         # The header is the first record; the last may be cut by the sample's end.
         for record in records[1:-1] if len(data) == size else records[1:]:
             text = record.data.decode(encoding, errors="replace")
