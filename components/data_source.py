@@ -136,6 +136,17 @@ def open_source(root: str, source_format: str | None = None) -> DataSource:
     return source
 
 
+def check_encoding(encoding: str) -> None:
+    """Raises ValueError unless ``encoding`` names a Python codec (CSV files' text encoding)."""
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise ValueError(
+            f"Unknown encoding {encoding!r}; give a Python codec name such as "
+            "utf-8, latin-1 or cp1252."
+        ) from None
+
+
 def read_header(files: list[str], encoding: str = "utf-8") -> list[str]:
     """Returns the header row shared by CSV files, without a byte order mark.
 

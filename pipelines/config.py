@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import codecs
 import dataclasses
 import re
 
-from components.data_source import DataSource
+from components.data_source import DataSource, check_encoding
 from components.shard_compression import parse_compression
 from components.task import Task
 from components.trainer.options import TrainingOptions
@@ -66,13 +65,7 @@ class IngestOptions:
             raise ValueError(f"num_readers must be at least 1, got {self.num_readers}.")
         if self.compression is not None:
             parse_compression(self.compression)
-        try:
-            codecs.lookup(self.encoding)
-        except LookupError:
-            raise ValueError(
-                f"Unknown encoding {self.encoding!r}; give a Python codec name such as "
-                "utf-8, latin-1 or cp1252."
-            ) from None
+        check_encoding(self.encoding)
 
     def compression_for(self, source: DataSource) -> str:
         """The compression the shards of ``source`` get."""

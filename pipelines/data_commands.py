@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import codecs
 import os
 
 from pipelines.task_arguments import compression_argument
@@ -74,10 +73,9 @@ def _parse_splits(text: str) -> dict[str, int]:
 
 def run_convert(args: argparse.Namespace) -> None:
     """Converts and prints the shard plan and the quarantine count."""
-    try:
-        codecs.lookup(args.encoding)
-    except LookupError:
-        raise ValueError(f"--encoding {args.encoding!r} is not a Python codec name.") from None
+    from components.data_source import check_encoding
+
+    check_encoding(args.encoding)
     from components.example_gen.convert import QUARANTINE_DIR, convert
     from components.example_gen.shard_plan import ShardingOptions, parse_size
     from pipelines.disk_space import check_disk_full

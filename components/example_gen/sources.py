@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import codecs
 import dataclasses
 
 import apache_beam as beam
@@ -42,13 +41,7 @@ class SourceOptions:
     def __post_init__(self):
         if self.block_bytes < 1:
             raise ValueError(f"block_bytes must be at least 1, got {self.block_bytes}.")
-        try:
-            codecs.lookup(self.encoding)
-        except LookupError:
-            raise ValueError(
-                f"Unknown encoding {self.encoding!r}; give a Python codec name such as "
-                "utf-8, latin-1 or cp1252."
-            ) from None
+        data_source.check_encoding(self.encoding)
 
 
 def read_examples(
