@@ -56,44 +56,6 @@ def convert(
       ValueError: on bad input or settings (missing or empty source, too much
         quarantined input, a destination in use, ...); dest is left as it was.
     """
-    with fresh_destination(dest, overwrite=overwrite, in_place=QUARANTINE_DIR) as working:
-        _convert_into(
-            source,
-            working,
-            os.path.join(dest, QUARANTINE_DIR),
-            source_format=source_format,
-            sharding=sharding,
-            compression=compression,
-            label_key=label_key,
-            max_bad_fraction=max_bad_fraction,
-            schema_path=schema_path,
-            splits=splits,
-            split_key=split_key,
-            beam_pipeline_args=beam_pipeline_args,
-            block_bytes=block_bytes,
-            encoding=encoding,
-        )
-    with fileio.open(os.path.join(dest, SHARD_PLAN_FILE)) as f:
-        return json.load(f)
-
-
-def _convert_into(
-    source: str,
-    dest: str,
-    quarantine_dir: str,
-    *,
-    source_format: str,
-    sharding: ShardingOptions,
-    compression: str,
-    label_key: str | None,
-    max_bad_fraction: float,
-    schema_path: str | None,
-    splits: Mapping[str, int] | None,
-    split_key: str | None,
-    beam_pipeline_args: list[str] | None,
-    block_bytes: int | None,
-    encoding: str | None,
-) -> None:
     input_config = utils.make_default_input_config()
     output_config = utils.make_default_output_config(input_config)
     if splits:
@@ -102,31 +64,34 @@ def _convert_into(
             output_config.split_config.splits.add(name=name, hash_buckets=weight)
     if split_key:
         output_config.split_config.partition_feature_name = split_key
-    examples = standard_artifacts.Examples()
-    examples.uri = dest
     quarantine = Quarantine()
-    quarantine.uri = quarantine_dir
-    input_dict = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    quarantine.uri = os.path.join(dest, QUARANTINE_DIR)
+    exec_properties = {
+        "input_base": source,
+        "input_config": proto_utils.proto_to_json(input_config),
+        "output_config": proto_utils.proto_to_json(output_config),
+        keys.SOURCE_FORMAT_KEY: source_format,
+        keys.TARGET_SHARD_BYTES_KEY: sharding.target_shard_bytes,
+        keys.NUM_READERS_KEY: sharding.num_readers,
+        keys.COMPRESSION_KEY: compression,
+        keys.MAX_BAD_FRACTION_KEY: max_bad_fraction,
+        keys.LABEL_KEY: label_key,
+        keys.BLOCK_BYTES_KEY: block_bytes,
+        keys.ENCODING_KEY: encoding,
+    }
+    with (
+        fresh_destination(dest, overwrite=overwrite, in_place=QUARANTINE_DIR) as working,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        examples = standard_artifacts.Examples()
+        examples.uri = working
+        input_dict = {}
         if schema_path:
             schema = standard_artifacts.Schema()
             schema.uri = os.path.join(tmp, "schema")
             os.makedirs(schema.uri)
             shutil.copy(schema_path, os.path.join(schema.uri, "schema.pbtxt"))
             input_dict[keys.SCHEMA_KEY] = [schema]
-        exec_properties = {
-            "input_base": source,
-            "input_config": proto_utils.proto_to_json(input_config),
-            "output_config": proto_utils.proto_to_json(output_config),
-            keys.SOURCE_FORMAT_KEY: source_format,
-            keys.TARGET_SHARD_BYTES_KEY: sharding.target_shard_bytes,
-            keys.NUM_READERS_KEY: sharding.num_readers,
-            keys.COMPRESSION_KEY: compression,
-            keys.MAX_BAD_FRACTION_KEY: max_bad_fraction,
-            keys.LABEL_KEY: label_key,
-            keys.BLOCK_BYTES_KEY: block_bytes,
-            keys.ENCODING_KEY: encoding,
-        }
         context = base_beam_executor.BaseBeamExecutor.Context(
             beam_pipeline_args=beam_pipeline_args or [], tmp_dir=os.path.join(tmp, "beam")
         )
@@ -135,3 +100,5 @@ def _convert_into(
             {"examples": [examples], keys.QUARANTINE_KEY: [quarantine]},
             exec_properties,
         )
+    with fileio.open(os.path.join(dest, SHARD_PLAN_FILE)) as f:
+        return json.load(f)
