@@ -9,6 +9,7 @@ only then, so remote data folders work the same way.
 from __future__ import annotations
 
 import fnmatch
+import glob as _glob
 import io
 import os
 
@@ -57,3 +58,21 @@ def open_binary(path: str):
 def open_text(path: str):
     """Opens ``path`` for reading UTF-8 text, with universal newlines."""
     return io.TextIOWrapper(open_binary(path), encoding="utf-8", newline="")
+
+
+def glob(pattern: str) -> list[str]:
+    """Returns the paths matching a glob pattern, sorted."""
+    if is_remote(pattern):
+        return sorted(_gfile().glob(pattern))
+    return sorted(_glob.glob(pattern))
+
+
+def walk_files(folder: str) -> list[str]:
+    """Returns the paths of every file under ``folder``, sub-folders included, sorted."""
+    walk = _gfile().walk(folder) if is_remote(folder) else os.walk(folder)
+    return sorted(os.path.join(root, name) for root, _, names in walk for name in names)
+
+
+def size(path: str) -> int:
+    """Returns the bytes in file ``path``."""
+    return _gfile().stat(path).length if is_remote(path) else os.path.getsize(path)

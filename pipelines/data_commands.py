@@ -73,21 +73,29 @@ def _parse_splits(text: str) -> dict[str, int]:
 
 def run_convert(args: argparse.Namespace) -> None:
     """Converts and prints the shard plan and the quarantine count."""
-    from components.data_source import check_encoding
-
-    check_encoding(args.encoding)
-    from components.example_gen.convert import QUARANTINE_DIR, convert
+    from components import filesystem
+    from components.data_source import check_encoding, check_label, open_source
     from components.example_gen.shard_plan import ShardingOptions, parse_size
-    from pipelines.disk_space import check_disk_full
-    from pipelines.local_runner import DEFAULT_BEAM_ARGS
-    from pipelines.task_arguments import check_writable
+    from pipelines.task_arguments import UsageError, check_writable
 
+    # Everything that can be checked is, before the converter's imports (TFX, Beam).
+    check_encoding(args.encoding)
+    source = open_source(args.source, args.format)
+    if args.label and not source.is_images:
+        check_label(source, args.label)
+    if args.schema and not filesystem.exists(args.schema):
+        raise UsageError(f"--schema {args.schema} does not exist.")
     splits = _parse_splits(args.split)
     sharding = ShardingOptions(
         target_shard_bytes=parse_size(args.shard_size), num_readers=args.readers
     )
+    block_bytes = parse_size(args.block_size)
     dest = os.path.abspath(args.dest)
     check_writable(dest)
+    from components.example_gen.convert import QUARANTINE_DIR, convert
+    from pipelines.disk_space import check_disk_full
+    from pipelines.local_runner import DEFAULT_BEAM_ARGS
+
     print(f"Converting {args.source} ({args.format}) into {dest} ...", flush=True)
     try:
         report = convert(
@@ -102,7 +110,7 @@ def run_convert(args: argparse.Namespace) -> None:
             splits=splits,
             split_key=args.split_key,
             beam_pipeline_args=[*DEFAULT_BEAM_ARGS, *args.beam_arg],
-            block_bytes=parse_size(args.block_size),
+            block_bytes=block_bytes,
             encoding=args.encoding,
             overwrite=args.overwrite,
         )

@@ -168,9 +168,9 @@ def run_compile(args: argparse.Namespace) -> str:
     """Writes the compiled spec; returns its path."""
     if args.output and not args.output.endswith((".yaml", ".yml")):
         raise UsageError(f"--output {args.output} must end in .yaml or .yml.")
+    config = _in_image_paths(config_from_args(args, serving_dir=args.serving_dir))
     from pipelines.trainer_resources import TrainerResources
 
-    config = _in_image_paths(config_from_args(args, serving_dir=args.serving_dir))
     resources = TrainerResources(
         gpus=args.gpus,
         accelerator=args.gpu_resource,

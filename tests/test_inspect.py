@@ -30,7 +30,7 @@ def test_spec_tells_fixed_from_variable_length(tmp_path):
     result = inspect_records(str(tmp_path))
     assert result.records == 3
     assert len(result.files) == 2
-    assert result.feature_spec == {
+    assert result.tf_feature_spec() == {
         "tags": tf.io.VarLenFeature(tf.string),
         "x": tf.io.FixedLenFeature([2], tf.float32),
     }
@@ -40,7 +40,7 @@ def test_spec_tells_fixed_from_variable_length(tmp_path):
                 features=tf.train.Features(feature={"x": _f([1.0, 2.0])})
             ).SerializeToString()
         ],
-        result.feature_spec,
+        result.tf_feature_spec(),
     )
     assert parsed["x"].shape == (1, 2)
     assert "'x': tf.io.FixedLenFeature([2], tf.float32)," in format_spec(result.feature_spec)
