@@ -17,7 +17,8 @@ from tfx.utils import proto_utils
 from components.example_gen import keys
 from components.example_gen.component import Quarantine
 from components.example_gen.destination import fresh_destination
-from components.example_gen.executor import SHARD_PLAN_FILE, Executor
+from components.example_gen.executor import Executor
+from components.example_gen.keys import SHARD_PLAN_FILE
 from components.example_gen.shard_plan import ShardingOptions
 
 QUARANTINE_DIR = "quarantine"

@@ -36,7 +36,6 @@ from components.example_gen.sources import (
 from components.example_gen.spill import SpillRecords
 from components.example_gen.split_assignment import SplitAssigner
 
-SHARD_PLAN_FILE = "shard_plan.json"
 _SPILL_DIR = ".spill"
 # Set by Do for the source transforms.
 _QUARANTINE_URI = "_quarantine_uri"
@@ -209,7 +208,7 @@ class Executor(BaseExampleGenExecutor):
             "splits": outcomes,
         }
         # Written whole or not at all: a plan is the mark of a complete conversion.
-        plan_path = os.path.join(examples.uri, SHARD_PLAN_FILE)
+        plan_path = os.path.join(examples.uri, keys.SHARD_PLAN_FILE)
         with tf.io.gfile.GFile(plan_path + ".partial", "w") as f:
             json.dump(report, f, indent=2)
         tf.io.gfile.rename(plan_path + ".partial", plan_path, overwrite=True)

@@ -11,3 +11,6 @@ QUARANTINE_KEY = "quarantine"
 CODE_VERSION_KEY = "code_version"
 BLOCK_BYTES_KEY = "block_bytes"
 ENCODING_KEY = "encoding"
+
+# The shard plan and counts each conversion writes beside its Split-* folders.
+SHARD_PLAN_FILE = "shard_plan.json"
