@@ -13,7 +13,11 @@ export TF_USE_LEGACY_KERAS := 1
 # Extra arguments for `make run` / `make compile`, e.g. ARGS="--data my/csvs --label y".
 ARGS ?=
 
-.PHONY: run compile test lint setup lock clean
+# The report's browser test drives Debian's chromium; `make test` installs it
+# (as root, or through sudo), `make run` does not need it.
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: run compile test lint setup browser lock clean
 
 run: setup  ## Run the pipeline locally on the bundled data (or ARGS).
 	$(PYTHON) -m pipelines run $(ARGS)
@@ -21,13 +25,19 @@ run: setup  ## Run the pipeline locally on the bundled data (or ARGS).
 compile: setup  ## Write the Kubeflow Pipelines v2 spec.
 	$(PYTHON) -m pipelines compile $(ARGS)
 
-test: setup lint  ## Lint, then run every test, end-to-end pipeline runs included.
+test: setup lint browser  ## Lint, then run every test, end-to-end pipeline runs and a browser included.
 	$(PYTHON) -m pytest
 
 lint: setup
 	$(VENV)/bin/ruff check components pipelines tests benchmarks
 
 setup: $(VENV)/.synced
+
+browser: $(CHROMIUM)
+
+$(CHROMIUM):
+	$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo -E) apt-get install -y -qq --no-install-recommends chromium
 
 $(UV):
 	python3 -m venv $(TOOLS)

@@ -1,4 +1,4 @@
-"""``python -m pipelines run|compile|submit|convert|inspect``: the project's command line."""
+"""``python -m pipelines run|compile|submit|convert|inspect|report``: the project's command line."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 import traceback
 import warnings
 
-from pipelines import data_commands, kubeflow_commands
+from pipelines import data_commands, kubeflow_commands, report_command
 from pipelines.disk_space import (
     DiskFull,
     check_disk_full,
@@ -54,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
 
     kubeflow_commands.add_parsers(commands)
     data_commands.add_parsers(commands)
+    report_command.add_parser(commands)
     return parser
 
 
@@ -103,6 +104,23 @@ def _print_recovery(recovery) -> None:
         print(f"Discarded a staged model whose push was never recorded: {path}", flush=True)
 
 
+def _write_report(layout, run_id: str) -> str | None:
+    """Writes the run's HTML report; a report that fails is a warning, not a failed run."""
+    try:
+        return report_command.write_run_report(layout, run_id)
+    except LookupError:
+        return None  # the run failed before it recorded anything: nothing to show
+    except Exception as e:  # noqa: BLE001 - the run's outputs stand without their report
+        print(
+            f"warning: the run's report could not be written: {type(e).__name__}: {e} "
+            f"(python -m pipelines report --output {layout.output_dir} --name {layout.name} "
+            f"--run {run_id} --verbose tries again)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return None
+
+
 def _print_summary(summary, layout, name: str, run_id: str, seconds: float) -> None:
     metrics = ", ".join(f"{k}={v:.4g}" for k, v in sorted(summary.metrics.items()))
     print(f"\nPipeline {name!r} finished in {seconds:.{1 if seconds < 10 else 0}f} s.")
@@ -133,6 +151,9 @@ def _print_summary(summary, layout, name: str, run_id: str, seconds: float) -> N
     print(f"  quarantined:   {summary.quarantined:,} input records ({summary.quarantine})")
     print(f"  artifacts:     {layout.pipeline_root}")
     print(f"  metadata:      {layout.metadata_path}")
+    report = _write_report(layout, run_id)
+    if report:
+        print(f"  report:        {report}")
 
 
 def _space_needed(config) -> int | None:
@@ -199,21 +220,27 @@ def _run(args: argparse.Namespace) -> None:
                 f"{' and '.join(config.module_file.functions)} replace(s) the built-in one(s)",
                 flush=True,
             )
-        from pipelines.local_runner import run_locally
+        from pipelines.local_runner import new_run_id, run_locally
         from pipelines.run_record import open_store
         from pipelines.run_summary import summarize_run
 
         started = time.monotonic()
+        run_id = new_run_id()
         try:
-            run_id = run_locally(
+            run_locally(
                 config,
                 layout,
                 args.beam_arg,
                 enable_cache=not args.no_cache,
                 on_recovery=_print_recovery,
+                run_id=run_id,
             )
         except Exception as e:
             check_disk_full(e, output, needed)
+            # What ran, what failed and what it produced so far, on one page.
+            report = _write_report(layout, run_id)
+            if report:
+                print(f"Report of the failed run: {report}", file=sys.stderr, flush=True)
             raise
         summary = summarize_run(open_store(layout.metadata_path), config.name, run_id)
         _print_summary(summary, layout, config.name, run_id, time.monotonic() - started)
@@ -231,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             "submit": kubeflow_commands.run_submit,
             "convert": data_commands.run_convert,
             "inspect": data_commands.run_inspect,
+            "report": report_command.run_report,
         }[args.command](args)
     except (UsageError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -52,3 +52,15 @@ def run_summary(output: Path, name: str, printed: str):
 def printed_run_id(printed: str) -> str:
     """The run id a finished ``run`` printed in its summary."""
     return re.search(r"^  run id: +(\S+)$", printed, re.MULTILINE).group(1)
+
+
+@pytest.fixture(scope="session")
+def chromium_endpoint():
+    """The DevTools endpoint of a headless Chromium, stopped when the session ends."""
+    from report_browser import HeadlessChromium
+
+    chromium = HeadlessChromium()
+    try:
+        yield chromium.endpoint
+    finally:
+        chromium.stop()

@@ -1,6 +1,7 @@
 """The image pipeline end to end through LocalDagRunner: folders of digits to a served model."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,8 @@ from components.trainer import make_dataset
 from components.trainer.image_decoding import ImageDecoding
 from conftest import run_cli, run_summary
 from example_data import PLANTED_BAD_IMAGES, write_digit_images
+from pipelines.report.thumbnails import THUMBNAIL_PIXELS
+from report_browser import load_report
 
 pytestmark = pytest.mark.e2e
 
@@ -89,6 +92,19 @@ def test_bad_files_are_quarantined_through_run(digits_run):
     # Uncompressed image shards, at least one per reader (10 by default), data allowing.
     assert plan["compression"] == "none"
     assert all(len(split["shards"]) >= 2 for split in plan["splits"].values())
+
+
+def test_report_shows_decodable_thumbnails_of_each_class(digits_run, chromium_endpoint):
+    root, labels, _, result = digits_run
+    report = Path(re.search(r"^  report: +(\S+)$", result.stdout, re.MULTILINE).group(1))
+    page = load_report(chromium_endpoint, report)
+    assert page.errors == []
+    assert page.requests == [report.as_uri()]
+    assert page.sections[-1] == "images"
+    # Four of each of the three classes, each an image the browser decoded at thumbnail size.
+    assert len(page.images) == 4 * len(set(labels.values()))
+    assert all(0 < max(size) <= THUMBNAIL_PIXELS for size in page.images)
+    assert page.counts["quarantine-count"] == "3"
 
 
 def test_statistics_describe_the_image_as_an_image(digits_run):

@@ -123,6 +123,25 @@ def verdict(share: float) -> str:
     return "input-bound" if share > INPUT_BOUND_SHARE else "compute-bound"
 
 
+def advice(share: float, data_service_workers: int | None = None) -> str:
+    """Says what to do about an input-stall share, in one sentence."""
+    if share <= INPUT_BOUND_SHARE:
+        return (
+            "The input keeps up: a faster run needs a faster train step (a bigger batch, "
+            "--mixed-precision on GPUs, more accelerators), not more input work."
+        )
+    if data_service_workers is not None:
+        return (
+            f"The accelerator waits for batches with {data_service_workers} tf.data service "
+            "worker(s): add workers (they scale out the reading, parsing and decoding)."
+        )
+    return (
+        "The accelerator waits for batches: give the Trainer more CPU cores, cache the "
+        "parsed input (--cache), use bigger batches, or move the input work to tf.data "
+        "service workers (--data-service)."
+    )
+
+
 def last_epoch_share(output_dir: str) -> float | None:
     """Returns the last epoch's input stall from an ``InputStallReport`` in output_dir.
 

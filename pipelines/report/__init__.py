@@ -1,0 +1,8 @@
+"""The run report: one self-contained HTML page per pipeline run.
+
+``python -m pipelines report`` (and ``run``, when it finishes) reads a run's
+executions from ML Metadata and its artifacts (statistics, anomalies, schema,
+the shard plan, the quarantine, the Trainer's TensorBoard logs and input
+stall, TFMA's evaluation) and writes them as one HTML file: inline CSS, charts
+as inline SVG, thumbnails as data URIs, so it shows everything with no network.
+"""

@@ -1,0 +1,149 @@
+"""Headless Chromium (Debian's ``chromium``) for the report tests, driven by Playwright.
+
+Chromium is started as its own process with its DevTools endpoint on a free
+port of 127.0.0.1, waited for with a bounded timeout, and stopped by its own
+process id when the tests end, pass or fail; Playwright connects to it over
+the DevTools protocol and records what a page logs and requests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+START_TIMEOUT_S = 30.0
+VIEWPORT = {"width": 1280, "height": 900}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class HeadlessChromium:
+    """One Chromium process with a DevTools endpoint on 127.0.0.1."""
+
+    def __init__(self):
+        executable = shutil.which("chromium")
+        if executable is None:
+            raise RuntimeError(
+                "Debian's chromium is not installed; `make test` installs it "
+                "(apt-get install chromium)."
+            )
+        self.port = _free_port()
+        self._profile = tempfile.TemporaryDirectory(prefix="report-chromium-")
+        self.process = subprocess.Popen(
+            [
+                executable,
+                "--headless",
+                "--no-sandbox",  # tests run as root, which Chromium's sandbox refuses
+                "--disable-gpu",
+                "--no-first-run",
+                "--remote-debugging-address=127.0.0.1",
+                f"--remote-debugging-port={self.port}",
+                f"--user-data-dir={self._profile.name}",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline and self.process.poll() is None:
+            try:
+                urllib.request.urlopen(f"{self.endpoint}/json/version", timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"Chromium's DevTools endpoint did not answer on {self.endpoint}.")
+
+    def stop(self) -> None:
+        """Stops the Chromium process by its id."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._profile.cleanup()
+
+
+@dataclasses.dataclass
+class LoadedReport:
+    """A report as the browser showed it.
+
+    Attributes:
+      errors: console errors and uncaught page errors.
+      requests: every URL the page requested, itself included.
+      sections: the ids of the page's ``section`` elements, in order.
+      counts: the ``data-count`` of each element that has one, by element id.
+      reasons: the quarantine's count per reason, as shown.
+      anomalous: the features marked as having anomalies.
+      images: (natural width, natural height) of each thumbnail as decoded.
+      screenshot: the full-page PNG written beside the report.
+    """
+
+    errors: list[str]
+    requests: list[str]
+    sections: list[str]
+    counts: dict[str, str]
+    reasons: dict[str, int]
+    anomalous: set[str]
+    images: list[tuple[int, int]]
+    screenshot: Path
+
+
+def load_report(endpoint: str, report: Path) -> LoadedReport:
+    """Opens the report from disk (file://) as a user would, and reads what it shows."""
+    from playwright.sync_api import sync_playwright
+
+    errors, requests = [], []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.connect_over_cdp(endpoint)
+        context = browser.new_context(viewport=VIEWPORT)
+        page = context.new_page()
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(report.as_uri(), wait_until="load")
+        loaded = LoadedReport(
+            errors=errors,
+            requests=requests,
+            sections=page.eval_on_selector_all("section", "nodes => nodes.map(n => n.id)"),
+            counts=dict(
+                page.eval_on_selector_all(
+                    "[data-count]", "nodes => nodes.map(n => [n.id, n.dataset.count])"
+                )
+            ),
+            reasons={
+                reason: int(text.replace(",", ""))
+                for reason, text in page.eval_on_selector_all(
+                    "[data-reason]", "nodes => nodes.map(n => [n.dataset.reason, n.textContent])"
+                )
+            },
+            anomalous=set(
+                page.eval_on_selector_all(
+                    ".feature.anomalous", "nodes => nodes.map(n => n.dataset.feature)"
+                )
+            ),
+            images=[
+                tuple(size)
+                for size in page.eval_on_selector_all(
+                    "img", "nodes => nodes.map(n => [n.naturalWidth, n.naturalHeight])"
+                )
+            ],
+            screenshot=report.with_suffix(".png"),
+        )
+        page.screenshot(path=str(loaded.screenshot), full_page=True)
+        context.close()
+    return loaded

@@ -1,0 +1,75 @@
+"""Commands import only what they need: a wrong argument or a small inspect pays no TFX import.
+
+Each case runs in a fresh interpreter, as a user's command does, and asserts
+which heavy packages were imported by the time it answered (no timings: the
+modules loaded are what decides the start-up cost).
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT
+
+HEAVY = ("tensorflow", "tfx", "apache_beam", "kfp", "tensorflow_model_analysis")
+_PROBE = """
+import contextlib, io, json, sys
+from pipelines.cli import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    try:
+        status = main(sys.argv[1:])
+    except SystemExit as e:
+        status = e.code
+heavy = [m for m in {heavy!r} if m in sys.modules]
+print(json.dumps({{"status": status, "heavy": heavy}}))
+"""
+
+
+def _imports(*argv: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE.format(heavy=HEAVY), *argv],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_inspect_reads_records_without_tensorflow(tmp_path):
+    import tensorflow as tf
+
+    path = tmp_path / "small.tfrecord.gz"
+    with tf.io.TFRecordWriter(str(path), "GZIP") as writer:
+        example = tf.train.Example(
+            features=tf.train.Features(
+                feature={"x": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0]))}
+            )
+        )
+        writer.write(example.SerializeToString())
+    assert _imports("inspect", str(path)) == {"status": 0, "heavy": []}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("convert", "--help"),
+        ("inspect", "--help"),
+        ("report", "--help"),
+        ("run", "--data", "{missing}", "--label", "y"),
+        ("compile", "--data", "{missing}", "--label", "y"),
+        ("submit", "--host", "http://127.0.0.1:9", "--data", "{missing}", "--label", "y"),
+        ("convert", "{missing}", "{dest}"),
+        ("convert", "{csv}", "{dest}", "--label", "not-a-column"),
+        ("report", "--output", "{missing}"),
+    ],
+)
+def test_answers_before_any_heavy_import(tmp_path, argv):
+    (tmp_path / "csv").mkdir()
+    (tmp_path / "csv" / "rows.csv").write_text("a,b\n1,2\n")
+    paths = {"missing": tmp_path / "missing", "dest": tmp_path / "dest", "csv": tmp_path / "csv"}
+    found = _imports(*(arg.format(**paths) for arg in argv))
+    assert found["heavy"] == []
+    assert found["status"] == (0 if "--help" in argv else 2)

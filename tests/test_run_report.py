@@ -1,0 +1,175 @@
+"""The run report of a real pipeline run, opened in headless Chromium.
+
+The data is the bundled penguins with rows planted that ExampleGen must
+quarantine and values the curated schema does not allow, so the page has
+anomalies and quarantined rows to show; what it shows is compared with the
+artifacts themselves.
+"""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from tensorflow_metadata.proto.v0 import anomalies_pb2
+
+from conftest import PIPELINE_COMPONENTS, REPO_ROOT, run_cli
+from report_browser import load_report
+
+pytestmark = pytest.mark.e2e
+
+SECTIONS = ["components", "data", "quarantine", "features", "schema", "training", "evaluation"]
+# Rows the converter quarantines (wrong column count, a value that is not a number)...
+BAD_ROWS = [
+    "Adelie,Torgersen,39.1,18.7,181",
+    "Gentoo,Biscoe,47.5,14.2,217,4875,female,2008,extra",
+    "Adelie,Dream,not-a-number,18.0,190,3700,male,2008",
+]
+# ...and rows that convert but break the curated schema (an island outside its
+# domain, a body mass above its range): ExampleValidator's anomalies.
+SCHEMA_BREAKING_ROWS = [
+    f"Adelie,Atlantis,{38 + i},18.1,186,{3500 + 100 * i},male,2008" for i in range(6)
+] + [f"Gentoo,Biscoe,{46 + i},15.0,215,9{i}00,female,2009" for i in range(6)]
+
+
+@pytest.fixture(scope="module")
+def penguins_with_problems(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    # The folder's name picks the curated schema (schemas/penguins).
+    data = root / "penguins"
+    data.mkdir()
+    shutil.copy(REPO_ROOT / "data" / "penguins" / "penguins.csv", data / "penguins.csv")
+    with open(data / "penguins.csv", "a") as f:
+        f.write("\n".join(BAD_ROWS + SCHEMA_BREAKING_ROWS) + "\n")
+    output = root / "out"
+    result = run_cli(
+        "run", "--data", str(data), "--label", "species", "--output", str(output),
+        "--train-steps", "100",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return output / "pipeline_root" / "penguins", _printed_report(result.stdout)
+
+
+def _printed_report(stdout: str) -> Path:
+    return Path(re.search(r"^  report: +(\S+)$", stdout, re.MULTILINE).group(1))
+
+
+def _only(folder: Path) -> Path:
+    (path,) = folder.iterdir()
+    return path
+
+
+def _anomalies(root: Path) -> dict[str, anomalies_pb2.Anomalies]:
+    artifact = _only(root / "ExampleValidator" / "anomalies")
+    return {
+        split.name: anomalies_pb2.Anomalies.FromString((split / "SchemaDiff.pb").read_bytes())
+        for split in artifact.iterdir()
+    }
+
+
+def _quarantined(root: Path) -> list[dict]:
+    artifact = _only(root / "ShardedExampleGen" / "quarantine")
+    return [
+        json.loads(line)
+        for path in sorted(artifact.glob("*.jsonl"))
+        for line in path.read_text().splitlines()
+    ]
+
+
+def test_run_prints_the_path_of_a_report_that_loads_offline(
+    penguins_with_problems, chromium_endpoint
+):
+    _, report = penguins_with_problems
+    assert report.is_file() and report.suffix == ".html"
+    page = load_report(chromium_endpoint, report)
+    assert page.errors == []
+    # The page itself and nothing else: no script, style, font or image from anywhere.
+    assert page.requests == [report.as_uri()]
+    assert page.sections == SECTIONS
+    assert page.screenshot.is_file()
+    assert page.screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_shows_the_artifacts_counts(penguins_with_problems, chromium_endpoint):
+    root, report = penguins_with_problems
+    page = load_report(chromium_endpoint, report)
+    anomalies = _anomalies(root)
+    anomalous = {name for split in anomalies.values() for name in split.anomaly_info}
+    count = sum(
+        len(a.anomaly_info) + bool(a.dataset_anomaly_info.reason) for a in anomalies.values()
+    )
+    # The planted rows broke the schema in the way planted, and the page says so.
+    assert {"island", "body_mass_g"} <= anomalous
+    assert page.counts["anomaly-count"] == str(count)
+    assert page.anomalous == anomalous
+    quarantined = _quarantined(root)
+    assert len(quarantined) == len(BAD_ROWS)
+    assert page.counts["quarantine-count"] == str(len(quarantined))
+    by_reason = {}
+    for record in quarantined:
+        kind = record["reason"].split(":", 1)[0]
+        by_reason[kind] = by_reason.get(kind, 0) + 1
+    assert page.reasons == by_reason
+
+
+def test_report_lists_every_component_with_its_state(penguins_with_problems):
+    _, report = penguins_with_problems
+    html = report.read_text()
+    for component in PIPELINE_COMPONENTS:
+        assert re.search(rf"<td>{component}</td><td class=\"state-complete\">ran</td>", html)
+    # The verdict on the input and what to do about it, with the stall chart.
+    assert re.search(r'id="verdict"><b class="\w+">(Input|Compute)-bound</b>', html)
+    assert 'data-metric="input_stall"' in html and 'data-metric="loss"' in html
+
+
+def test_a_second_model_is_shown_against_the_first(penguins_with_problems):
+    root, first = penguins_with_problems
+    output = root.parents[1]
+    first_model = _only(root / "Trainer" / "model")
+    # Another number of steps: a new model, evaluated against the blessed first one.
+    result = run_cli(
+        "run", "--data", str(output.parent / "penguins"), "--label", "species",
+        "--output", str(output), "--train-steps", "120",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    second = _printed_report(result.stdout)
+    assert second != first and first.is_file()
+    html = second.read_text()
+    assert f'against the last blessed model <span class="path">{first_model}</span>' in html
+    assert "<th>baseline</th><th>change</th>" in html
+    assert "no worse than the baseline (higher is better)" in html
+    assert '<td class="state-cached">cached (reused an earlier run)</td>' in html
+
+
+def test_load_report_catches_network_requests_and_console_errors(tmp_path, chromium_endpoint):
+    # The checks above can fail: a page that reaches out, or logs an error, is caught.
+    page = tmp_path / "bad.html"
+    page.write_text(
+        '<html><body><section id="x"></section><img src="http://127.0.0.1:9/x.png">'
+        "<script>console.error('broken')</script></body></html>"
+    )
+    loaded = load_report(chromium_endpoint, page)
+    assert "broken" in loaded.errors
+    assert "http://127.0.0.1:9/x.png" in loaded.requests
+
+
+def test_a_failed_run_gets_a_report_saying_what_failed(tmp_path):
+    data = tmp_path / "penguins"
+    data.mkdir()
+    # Far more than the 1% of bad rows a conversion accepts: ShardedExampleGen fails.
+    rows = (REPO_ROOT / "data" / "penguins" / "penguins.csv").read_text().splitlines()
+    planted = rows[:1] + rows[1::3] + BAD_ROWS * 10
+    data.joinpath("penguins.csv").write_text("\n".join(planted) + "\n")
+    result = run_cli(
+        "run", "--data", str(data), "--label", "species", "--output", str(tmp_path / "out")
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("error: 30 of 145 input records")
+    found = re.search(r"^Report of the failed run: (\S+)$", result.stderr, re.MULTILINE)
+    html = Path(found.group(1)).read_text()
+    assert '<td>ImportSchemaGen</td><td class="state-complete">ran</td>' in html
+    assert '<td>ShardedExampleGen</td><td class="state-failed">failed</td>' in html
+    assert 'id="run-failed"' in html
+    for component in ("ShardedExampleGen", "StatisticsGen", "Trainer", "Evaluator"):
+        assert f"not produced by this run: {component} did not finish" in html
