@@ -121,7 +121,9 @@ def _write_report(layout, run_id: str) -> str | None:
         return None
 
 
-def _print_summary(summary, layout, name: str, run_id: str, seconds: float) -> None:
+def _print_summary(
+    summary, layout, name: str, run_id: str, seconds: float, report: str | None
+) -> None:
     metrics = ", ".join(f"{k}={v:.4g}" for k, v in sorted(summary.metrics.items()))
     print(f"\nPipeline {name!r} finished in {seconds:.{1 if seconds < 10 else 0}f} s.")
     print(f"  run id:        {run_id}")
@@ -151,7 +153,6 @@ def _print_summary(summary, layout, name: str, run_id: str, seconds: float) -> N
     print(f"  quarantined:   {summary.quarantined:,} input records ({summary.quarantine})")
     print(f"  artifacts:     {layout.pipeline_root}")
     print(f"  metadata:      {layout.metadata_path}")
-    report = _write_report(layout, run_id)
     if report:
         print(f"  report:        {report}")
 
@@ -243,7 +244,9 @@ def _run(args: argparse.Namespace) -> None:
                 print(f"Report of the failed run: {report}", file=sys.stderr, flush=True)
             raise
         summary = summarize_run(open_store(layout.metadata_path), config.name, run_id)
-        _print_summary(summary, layout, config.name, run_id, time.monotonic() - started)
+        seconds = time.monotonic() - started
+        report = _write_report(layout, run_id)
+        _print_summary(summary, layout, config.name, run_id, seconds, report)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,8 @@ from ml_metadata.proto import metadata_store_pb2
 from tfx.types import standard_component_specs as specs
 
 from components import filesystem
-from components.example_gen.keys import QUARANTINE_KEY, SHARD_PLAN_FILE
+from components.data_source import IMAGES
+from components.example_gen.keys import QUARANTINE_KEY, SHARD_PLAN_FILE, SOURCE_FORMAT_KEY
 from components.example_gen.quarantine import QuarantineSummary, summarize_quarantine
 from pipelines.pipeline import EVALUATOR_ID, EXAMPLE_GEN_ID, PUSHER_ID, TRAINER_ID
 from pipelines.report import statistics, thumbnails
@@ -26,7 +27,6 @@ from pipelines.report.training import TrainingView, read_training
 from pipelines.run_record import NODE_CONTEXT, NodeExecution, read_run
 
 QUARANTINE_ROWS_SHOWN = 10
-_IMAGES = "images"
 _THUMBNAIL_SPLIT = "eval"
 
 
@@ -113,6 +113,9 @@ def _components(store, pipeline_name: str, run: dict[str, NodeExecution]) -> lis
         rows.append(
             ComponentRow(node_id, node.state, _time(execution.create_time_since_epoch), seconds)
         )
+    if not any(node.state in ("failed", "canceled") for node in run.values()):
+        return rows
+    # A run that stopped: the components earlier runs had and this one never started.
     prefix = f"{pipeline_name}."
     for context in store.get_contexts_by_type(NODE_CONTEXT):
         node_id = context.name[len(prefix) :]
@@ -151,7 +154,8 @@ def _read_json(path: str) -> dict | None:
 def _is_images(run: dict[str, NodeExecution]) -> bool:
     example_gen = run.get(EXAMPLE_GEN_ID)
     properties = example_gen.execution.custom_properties if example_gen else {}
-    return "source_format" in properties and properties["source_format"].string_value == _IMAGES
+    source_format = properties.get(SOURCE_FORMAT_KEY)
+    return source_format is not None and source_format.string_value == IMAGES
 
 
 def build_run_report(store, pipeline_name: str, run_id: str) -> RunReport:
