@@ -94,7 +94,7 @@ def run_convert(args: argparse.Namespace) -> None:
     check_writable(dest)
     from components.example_gen.convert import QUARANTINE_DIR, convert
     from pipelines.disk_space import check_disk_full
-    from pipelines.local_runner import DEFAULT_BEAM_ARGS
+    from pipelines.local_runner import local_beam_args
 
     print(f"Converting {args.source} ({args.format}) into {dest} ...", flush=True)
     try:
@@ -109,7 +109,7 @@ def run_convert(args: argparse.Namespace) -> None:
             schema_path=args.schema,
             splits=splits,
             split_key=args.split_key,
-            beam_pipeline_args=[*DEFAULT_BEAM_ARGS, *args.beam_arg],
+            beam_pipeline_args=local_beam_args(args.beam_arg),
             block_bytes=block_bytes,
             encoding=args.encoding,
             overwrite=args.overwrite,
