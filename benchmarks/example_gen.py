@@ -177,6 +177,7 @@ def _bare_chain(source: str, dest: str, compression: str) -> int:
 def _sharded(source: str, dest: str, source_format: str, compression: str, workers: str) -> dict:
     from components.example_gen.convert import convert
     from components.example_gen.shard_plan import ShardingOptions
+    from pipelines.local_runner import local_beam_args
 
     report = convert(
         source,
@@ -185,7 +186,8 @@ def _sharded(source: str, dest: str, source_format: str, compression: str, worke
         sharding=ShardingOptions(num_readers=10 if source_format == "images" else None),
         compression=compression,
         label_key="label" if source_format != "images" else None,
-        beam_pipeline_args=TWO_WORKERS if workers == "2w" else IN_MEMORY,
+        # As convert passes them: TFX not packaged for workers that do not exist.
+        beam_pipeline_args=local_beam_args(TWO_WORKERS if workers == "2w" else IN_MEMORY),
         overwrite=True,
     )
     return {
@@ -206,11 +208,15 @@ def _csv_example_gen(source: str, dest: str) -> int:
     from tfx.types import standard_artifacts
     from tfx.utils import proto_utils
 
+    from pipelines.local_runner import local_beam_args
+
     examples = standard_artifacts.Examples()
     examples.uri = dest
     input_config = utils.make_default_input_config()
     output_config = utils.make_default_output_config(input_config)
-    context = BaseBeamExecutor.Context(beam_pipeline_args=IN_MEMORY, tmp_dir=dest + "-tmp")
+    context = BaseBeamExecutor.Context(
+        beam_pipeline_args=local_beam_args(IN_MEMORY), tmp_dir=dest + "-tmp"
+    )
     Executor(context).Do(
         {},
         {"examples": [examples]},

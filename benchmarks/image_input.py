@@ -48,6 +48,7 @@ from components.trainer import make_dataset  # noqa: E402
 from components.trainer.image_decoding import ImageDecoding  # noqa: E402
 from components.trainer.image_model import image_features  # noqa: E402
 from components.trainer.input_stall import InputStallModel  # noqa: E402
+from pipelines.local_runner import local_beam_args  # noqa: E402
 
 CLASSES = 10
 SIDE = 224
@@ -204,7 +205,7 @@ def main() -> None:
             sharding=ShardingOptions(num_readers=10),
             compression=compression,
             splits={"train": 1},
-            beam_pipeline_args=["--direct_running_mode=in_memory"],
+            beam_pipeline_args=local_beam_args(),
         )
         seconds = time.monotonic() - started
         split = report["splits"]["train"]

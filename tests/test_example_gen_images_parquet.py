@@ -9,8 +9,10 @@ import pytest
 from components.example_gen.convert import convert
 from components.example_gen.shard_plan import ShardingOptions
 from example_data import read_split, write_images
+from pipelines.local_runner import local_beam_args
 
-IN_MEMORY = ["--direct_running_mode=in_memory"]
+# In memory, one process; TFX not packaged for workers (what convert passes).
+IN_MEMORY = local_beam_args()
 
 
 def _convert(source, dest, source_format, **overrides):

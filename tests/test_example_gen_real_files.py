@@ -17,8 +17,10 @@ from components.example_gen.convert import convert
 from components.example_gen.destination import DestinationInUse
 from components.example_gen.shard_plan import ShardingOptions
 from example_data import read_split
+from pipelines.local_runner import local_beam_args
 
-IN_MEMORY = ["--direct_running_mode=in_memory"]
+# In memory, one process; TFX not packaged for workers (what convert passes).
+IN_MEMORY = local_beam_args()
 BIG_FIELD = 10 * 2**20
 BAD = {
     b"s0,abc,n,1": "bad value: column 'mass' value 'abc' is not float",
