@@ -10,6 +10,7 @@ from components.trainer.input_stall import last_epoch_share
 from components.trainer.resume import resumed_steps
 from pipelines.baseline_model import BASELINE_RESOLVER
 from pipelines.pipeline import EVALUATOR_ID, EXAMPLE_GEN_ID, PUSHER_ID, TRAINER_ID
+from pipelines.report.evaluation import overall_metric_values
 from pipelines.run_record import NodeExecution, read_run
 
 
@@ -52,21 +53,12 @@ class RunSummary:
 
 
 def overall_metrics(evaluation_uri: str) -> dict[str, float]:
-    """The candidate model's metrics on the whole eval split.
-
-    With a baseline, TFMA keeps the candidate's, the baseline's and their
-    differences side by side, told apart by model name.
-    """
-    metrics = {}
-    for metrics_for_slice in tfma.load_metrics(evaluation_uri):
-        if metrics_for_slice.slice_key.single_slice_keys:
-            continue
-        for kv in metrics_for_slice.metric_keys_and_values:
-            if kv.key.is_diff or kv.key.model_name not in ("", tfma.CANDIDATE_KEY):
-                continue
-            if kv.value.HasField("double_value"):
-                metrics[kv.key.name] = kv.value.double_value.value
-    return metrics
+    """The candidate model's metrics on the whole eval split (never the baseline's)."""
+    return {
+        name: roles[tfma.CANDIDATE_KEY]
+        for name, roles in overall_metric_values(evaluation_uri).items()
+        if tfma.CANDIDATE_KEY in roles
+    }
 
 
 def _node(run: dict[str, NodeExecution], node_id: str) -> NodeExecution:

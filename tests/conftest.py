@@ -2,6 +2,7 @@
 
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,13 @@ PIPELINE_COMPONENTS = (
     "Evaluator",
     "Pusher",
 )
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on now, for a test's server."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

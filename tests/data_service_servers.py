@@ -11,22 +11,16 @@ import itertools
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from components.trainer.data_service import DataService, registered_workers
+from conftest import free_port
 
 START_TIMEOUT_S = 60.0
 _DISPATCHER_LINE = re.compile(r"dispatcher serving at grpc://[^:]+:(\d+)")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class DataServiceServers:
@@ -80,7 +74,7 @@ class DataServiceServers:
         """Starts count workers, each on a port of its own, and waits until all registered."""
         started = [
             self._start(
-                *("worker", "--dispatcher", f"127.0.0.1:{self.port}", "--port", str(_free_port())),
+                *("worker", "--dispatcher", f"127.0.0.1:{self.port}", "--port", str(free_port())),
                 *("--heartbeat-s", "0.5"),
             )[0]
             for _ in range(count)

@@ -11,21 +11,16 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
+from conftest import free_port
+
 START_TIMEOUT_S = 30.0
 VIEWPORT = {"width": 1280, "height": 900}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class HeadlessChromium:
@@ -38,7 +33,7 @@ class HeadlessChromium:
                 "Debian's chromium is not installed; `make test` installs it "
                 "(apt-get install chromium)."
             )
-        self.port = _free_port()
+        self.port = free_port()
         self._profile = tempfile.TemporaryDirectory(prefix="report-chromium-")
         self.process = subprocess.Popen(
             [

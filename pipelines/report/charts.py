@@ -24,6 +24,10 @@ _STYLE = {
 }
 
 
+# Every chart is drawn and saved under the report's style, nothing else is.
+_styled = matplotlib.rc_context(_STYLE)
+
+
 def colour_of(index: int) -> str:
     """The colour of the index-th split or series."""
     return SPLIT_COLOURS[index % len(SPLIT_COLOURS)]
@@ -31,8 +35,7 @@ def colour_of(index: int) -> str:
 
 def _svg(figure: Figure) -> str:
     buffer = io.StringIO()
-    with matplotlib.rc_context(_STYLE):
-        figure.savefig(buffer, format="svg", bbox_inches="tight", transparent=True)
+    figure.savefig(buffer, format="svg", bbox_inches="tight", transparent=True)
     text = buffer.getvalue()
     # Inline in HTML: the <svg> element alone, without the XML prolog and doctype.
     return text[text.index("<svg") :]
@@ -44,12 +47,12 @@ def _legend(axes) -> None:
 
 
 def _figure(width: float, height: float) -> Figure:
-    with matplotlib.rc_context(_STYLE):
-        figure = Figure(figsize=(width, height))
-        figure.add_subplot()
+    figure = Figure(figsize=(width, height))
+    figure.add_subplot()
     return figure
 
 
+@_styled
 def histogram(buckets_by_split: dict[str, list[tuple[float, float, float]]]) -> str:
     """Overlaid histograms, one per split, as the share of each split's values per bucket.
 
@@ -58,21 +61,21 @@ def histogram(buckets_by_split: dict[str, list[tuple[float, float, float]]]) -> 
     """
     figure = _figure(3.2, 1.5)
     (axes,) = figure.axes
-    with matplotlib.rc_context(_STYLE):
-        for i, (split, buckets) in enumerate(buckets_by_split.items()):
-            colour = colour_of(i)
-            total = sum(count for _, _, count in buckets) or 1
-            edges = [buckets[0][0]] + [high for _, high, _ in buckets]
-            shares = [count / total for _, _, count in buckets]
-            if edges[0] == edges[-1]:  # one value only: a bar of visible width
-                edges = [edges[0] - 0.5] + [edges[0] + 0.5] * (len(edges) - 1)
-            axes.stairs(shares, edges, label=split, color=colour, fill=True, alpha=0.35)
-            axes.stairs(shares, edges, color=colour)
-        axes.set_ylabel("share")
-        _legend(axes)
+    for i, (split, buckets) in enumerate(buckets_by_split.items()):
+        colour = colour_of(i)
+        total = sum(count for _, _, count in buckets) or 1
+        edges = [buckets[0][0]] + [high for _, high, _ in buckets]
+        shares = [count / total for _, _, count in buckets]
+        if edges[0] == edges[-1]:  # one value only: a bar of visible width
+            edges = [edges[0] - 0.5] + [edges[0] + 0.5] * (len(edges) - 1)
+        axes.stairs(shares, edges, label=split, color=colour, fill=True, alpha=0.35)
+        axes.stairs(shares, edges, color=colour)
+    axes.set_ylabel("share")
+    _legend(axes)
     return _svg(figure)
 
 
+@_styled
 def top_values(shares_by_split: dict[str, dict[str, float]], limit: int = 8) -> str:
     """Grouped horizontal bars: each split's share of its commonest values."""
     values: list[str] = []
@@ -84,21 +87,21 @@ def top_values(shares_by_split: dict[str, dict[str, float]], limit: int = 8) -> 
     figure = _figure(3.2, 0.4 + 0.22 * len(values))
     (axes,) = figure.axes
     height = 0.8 / max(len(shares_by_split), 1)
-    with matplotlib.rc_context(_STYLE):
-        for i, (split, shares) in enumerate(shares_by_split.items()):
-            colour = colour_of(i)
-            positions = [row + i * height for row in range(len(values))]
-            axes.barh(
-                positions, [shares.get(v, 0.0) for v in values], height, label=split, color=colour
-            )
-        axes.set_yticks([row + 0.4 - height / 2 for row in range(len(values))])
-        axes.set_yticklabels([v if len(v) <= 24 else v[:23] + "…" for v in values])
-        axes.invert_yaxis()
-        axes.set_xlabel("share")
-        _legend(axes)
+    for i, (split, shares) in enumerate(shares_by_split.items()):
+        colour = colour_of(i)
+        positions = [row + i * height for row in range(len(values))]
+        axes.barh(
+            positions, [shares.get(v, 0.0) for v in values], height, label=split, color=colour
+        )
+    axes.set_yticks([row + 0.4 - height / 2 for row in range(len(values))])
+    axes.set_yticklabels([v if len(v) <= 24 else v[:23] + "…" for v in values])
+    axes.invert_yaxis()
+    axes.set_xlabel("share")
+    _legend(axes)
     return _svg(figure)
 
 
+@_styled
 def per_epoch(
     series: dict[str, list[float]], ylabel: str, line: tuple[float, str] | None = None
 ) -> str:
@@ -111,13 +114,12 @@ def per_epoch(
     """
     figure = _figure(4.6, 2.0)
     (axes,) = figure.axes
-    with matplotlib.rc_context(_STYLE):
-        for i, (name, values) in enumerate(series.items()):
-            axes.plot(range(1, len(values) + 1), values, marker="o", label=name, color=colour_of(i))
-        if line is not None:
-            axes.axhline(line[0], color="#d62728", linestyle="--", linewidth=1, label=line[1])
-        axes.set_xlabel("epoch")
-        axes.set_ylabel(ylabel)
-        axes.xaxis.get_major_locator().set_params(integer=True)
-        _legend(axes)
+    for i, (name, values) in enumerate(series.items()):
+        axes.plot(range(1, len(values) + 1), values, marker="o", label=name, color=colour_of(i))
+    if line is not None:
+        axes.axhline(line[0], color="#d62728", linestyle="--", linewidth=1, label=line[1])
+    axes.set_xlabel("epoch")
+    axes.set_ylabel(ylabel)
+    axes.xaxis.get_major_locator().set_params(integer=True)
+    _legend(axes)
     return _svg(figure)

@@ -13,6 +13,9 @@ import re
 
 import tensorflow_model_analysis as tfma
 
+# The role of a candidate-minus-baseline value beside tfma's candidate and baseline keys.
+CHANGE = "change"
+
 
 @dataclasses.dataclass(frozen=True)
 class MetricRow:
@@ -73,8 +76,13 @@ def _thresholds(config: tfma.EvalConfig, has_baseline: bool) -> dict[str, str]:
     return words
 
 
-def read_evaluation(uri: str) -> EvaluationView:
-    """The candidate's overall metrics, with baseline, change and threshold."""
+def overall_metric_values(uri: str) -> dict[str, dict[str, float]]:
+    """Each metric on the whole eval split, by role: candidate, baseline and change.
+
+    With a baseline, TFMA keeps the candidate's, the baseline's and their
+    differences side by side, told apart by model name; without one, the
+    model has no name and is the candidate.
+    """
     values: dict[str, dict[str, float]] = {}
     for metrics_for_slice in tfma.load_metrics(uri):
         if metrics_for_slice.slice_key.single_slice_keys:
@@ -82,8 +90,14 @@ def read_evaluation(uri: str) -> EvaluationView:
         for kv in metrics_for_slice.metric_keys_and_values:
             if not kv.value.HasField("double_value"):
                 continue
-            role = "change" if kv.key.is_diff else kv.key.model_name or tfma.CANDIDATE_KEY
+            role = CHANGE if kv.key.is_diff else kv.key.model_name or tfma.CANDIDATE_KEY
             values.setdefault(kv.key.name, {})[role] = kv.value.double_value.value
+    return values
+
+
+def read_evaluation(uri: str) -> EvaluationView:
+    """The candidate's overall metrics, with baseline, change and threshold."""
+    values = overall_metric_values(uri)
     has_baseline = any(tfma.BASELINE_KEY in v for v in values.values())
     candidate_name = tfma.CANDIDATE_KEY if has_baseline else ""
     config = tfma.load_eval_result(uri, model_name=candidate_name).config
@@ -99,7 +113,7 @@ def read_evaluation(uri: str) -> EvaluationView:
             name=name,
             candidate=v.get(tfma.CANDIDATE_KEY),
             baseline=v.get(tfma.BASELINE_KEY),
-            change=v.get("change"),
+            change=v.get(CHANGE),
             threshold=thresholds.get(name, ""),
             failed=name in failed,
         )
