@@ -85,7 +85,7 @@ class _Servers:
         with open(os.path.join(logs, f"{args[0]}-{len(self.processes)}.log"), "w") as out:
             self.processes.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "pipelines.data_service", *args],
+                    [sys.executable, "-m", "pipelines.cli.data_service", *args],
                     cwd=_ROOT,
                     stdout=out,
                     stderr=subprocess.STDOUT,

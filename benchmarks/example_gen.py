@@ -177,7 +177,7 @@ def _bare_chain(source: str, dest: str, compression: str) -> int:
 def _sharded(source: str, dest: str, source_format: str, compression: str, workers: str) -> dict:
     from components.example_gen.convert import convert
     from components.example_gen.shard_plan import ShardingOptions
-    from pipelines.local_runner import local_beam_args
+    from pipelines.local.runner import local_beam_args
 
     report = convert(
         source,
@@ -208,7 +208,7 @@ def _csv_example_gen(source: str, dest: str) -> int:
     from tfx.types import standard_artifacts
     from tfx.utils import proto_utils
 
-    from pipelines.local_runner import local_beam_args
+    from pipelines.local.runner import local_beam_args
 
     examples = standard_artifacts.Examples()
     examples.uri = dest

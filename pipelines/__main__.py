@@ -2,6 +2,6 @@
 
 import sys
 
-from pipelines.cli import main
+from pipelines.cli.main import main
 
 sys.exit(main())

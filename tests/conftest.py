@@ -50,8 +50,8 @@ def repo_root() -> Path:
 
 def run_summary(output: Path, name: str, printed: str):
     """The RunSummary of the run that printed ``printed``, read from ML Metadata."""
-    from pipelines.run_record import open_store
-    from pipelines.run_summary import summarize_run
+    from pipelines.local.run_record import open_store
+    from pipelines.report.run_summary import summarize_run
 
     store = open_store(str(output / "metadata" / name / "metadata.db"))
     return summarize_run(store, name, printed_run_id(printed))

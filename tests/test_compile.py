@@ -10,7 +10,7 @@ from kfp.kubernetes import kubernetes_executor_config_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from conftest import PIPELINE_COMPONENTS, run_cli
-from pipelines.data_service import KUBERNETES_DISPATCHER
+from pipelines.cli.data_service import KUBERNETES_DISPATCHER
 
 EXPECTED_TASKS = set(PIPELINE_COMPONENTS)
 
@@ -82,7 +82,7 @@ def test_components_run_in_the_given_images_with_the_project_entry_points(compil
         "registry.example/tp:1"
     }
     assert {tuple(c["command"]) for c in containers.values()} == {
-        ("python", "-m", "pipelines.kfp_executor")
+        ("python", "-m", "pipelines.kubeflow.kfp_executor")
     }
     transform = spec["root"]["dag"]["tasks"]["Transform"]["inputs"]["parameters"]
     trainer = spec["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"]

@@ -118,7 +118,7 @@ def test_the_cli_checks_a_bad_folder_without_importing_tensorflow(tmp_path):
     (tmp_path / "notes.txt").write_text("hello\n")
     probe = (
         "import sys\n"
-        "from pipelines.cli import main\n"
+        "from pipelines.cli.main import main\n"
         f"status = main(['run', '--data', {str(tmp_path)!r}, '--label', 'y'])\n"
         "print(status, 'tensorflow' in sys.modules, 'tfx' in sys.modules)\n"
     )

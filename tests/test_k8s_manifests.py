@@ -21,9 +21,10 @@ import yaml
 from kubernetes.utils import parse_quantity
 
 from conftest import REPO_ROOT
-from pipelines import data_service, platform_spec
-from pipelines.kubeflow_commands import DEFAULT_SERVING_PVC
-from pipelines.trainer_resources import NVIDIA_GPU
+from pipelines.cli import data_service
+from pipelines.cli.kubeflow_commands import DEFAULT_SERVING_PVC
+from pipelines.kubeflow import platform_spec
+from pipelines.kubeflow.trainer_resources import NVIDIA_GPU
 
 K8S_DIR = REPO_ROOT / "k8s"
 BASE_DIR = K8S_DIR / "base"
@@ -398,7 +399,7 @@ def _container(workload: dict) -> dict:
 def _server_arguments(workload: dict):
     """The entry point's own parse of a server's command line (it exits on a bad one)."""
     container = _container(workload)
-    assert container["command"] == ["python", "-m", "pipelines.data_service"]
+    assert container["command"] == ["python", "-m", "pipelines.cli.data_service"]
     return data_service._parser().parse_args(container["args"])
 
 

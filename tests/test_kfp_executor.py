@@ -1,4 +1,4 @@
-"""The repairs ``pipelines.kfp_executor`` makes to the ExecutorInput of KFP open source.
+"""The repairs ``pipelines.kubeflow.kfp_executor`` makes to the ExecutorInput of KFP open source.
 
 These are the cases kfp.local does not produce: an output the launcher adds
 (``executor-logs``), a custom type's title, an input the inputs spec does not
@@ -12,7 +12,7 @@ import pytest
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from pipelines import kfp_executor
+from pipelines.kubeflow import kfp_executor
 
 EXAMPLES_SCHEMA = "title: tfx.Examples\ntype: object\n"
 QUARANTINE_TITLE = "tfrecord_pipelines.Quarantine"

@@ -140,7 +140,11 @@ def test_every_task_ran_once_through_the_entry_point_and_wrote_every_output(dag)
     assert set(records) == set(TASKS)
     for task in TASKS:
         container = spec.deployment_spec["executors"][spec.components[task].executor_label]
-        assert list(container["container"]["command"]) == ["python", "-m", "pipelines.kfp_executor"]
+        assert list(container["container"]["command"]) == [
+            "python",
+            "-m",
+            "pipelines.kubeflow.kfp_executor",
+        ]
         record = records[task]
         assert record.returncode == 0, task
         executor_output = _executor_output(record)

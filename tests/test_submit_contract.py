@@ -21,7 +21,7 @@ import yaml
 
 from conftest import run_cli
 from fake_kfp_api import API, FakeKfpApi, FakeKfpServer
-from pipelines import submit
+from pipelines.kubeflow import submit
 
 ROOT = "gs://bucket/root"
 

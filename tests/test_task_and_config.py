@@ -7,9 +7,9 @@ import pytest
 from components.data_source import DataSource
 from components.task import Task
 from components.trainer.options import TrainingOptions
-from pipelines.config import EvaluationThresholds, IngestOptions, PipelineConfig
-from pipelines.module_file import ModuleFile
-from pipelines.trainer_resources import TrainerResources
+from pipelines.definition.config import EvaluationThresholds, IngestOptions, PipelineConfig
+from pipelines.definition.module_file import ModuleFile
+from pipelines.kubeflow.trainer_resources import TrainerResources
 
 
 def _config(**overrides) -> PipelineConfig:

@@ -20,11 +20,11 @@ from components import filesystem
 from components.data_source import IMAGES
 from components.example_gen.keys import QUARANTINE_KEY, SHARD_PLAN_FILE, SOURCE_FORMAT_KEY
 from components.example_gen.quarantine import QuarantineSummary, summarize_quarantine
-from pipelines.pipeline import EVALUATOR_ID, EXAMPLE_GEN_ID, PUSHER_ID, TRAINER_ID
+from pipelines.definition.pipeline import EVALUATOR_ID, EXAMPLE_GEN_ID, PUSHER_ID, TRAINER_ID
+from pipelines.local.run_record import NODE_CONTEXT, NodeExecution, read_run
 from pipelines.report import statistics, thumbnails
 from pipelines.report.evaluation import EvaluationView, read_evaluation
 from pipelines.report.training import TrainingView, read_training
-from pipelines.run_record import NODE_CONTEXT, NodeExecution, read_run
 
 QUARANTINE_ROWS_SHOWN = 10
 _THUMBNAIL_SPLIT = "eval"

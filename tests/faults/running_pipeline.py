@@ -99,7 +99,7 @@ def node_outputs_exist(output: Path, node: str, key: str) -> Callable[[], bool]:
 
 def executions_by_node(output: Path, name: str = PENGUINS) -> dict[str, list]:
     """Every execution in the pipeline's ML Metadata store, by node id, oldest first."""
-    from pipelines.run_record import node_ids_by_execution, open_store
+    from pipelines.local.run_record import node_ids_by_execution, open_store
 
     store = open_store(str(output / "metadata" / name / "metadata.db"))
     node_ids = node_ids_by_execution(store, name)
@@ -111,7 +111,7 @@ def executions_by_node(output: Path, name: str = PENGUINS) -> dict[str, list]:
 
 def run_states(output: Path, result_text: str, name: str = PENGUINS) -> dict[str, str]:
     """The state of each node's execution in the run that printed ``result_text``."""
-    from pipelines.run_record import open_store, read_run
+    from pipelines.local.run_record import open_store, read_run
 
     store = open_store(str(output / "metadata" / name / "metadata.db"))
     return {node: e.state for node, e in read_run(store, name, printed_run_id(result_text)).items()}

@@ -13,7 +13,7 @@ from ml_metadata.proto import metadata_store_pb2
 
 from conftest import REPO_ROOT, run_cli
 from example_data import write_csv
-from pipelines.disk_space import tree_bytes
+from pipelines.local.disk_space import tree_bytes
 from running_pipeline import FAST, PENGUINS, executions_by_node, run, run_states
 
 pytestmark = pytest.mark.faults

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from components.shard_compression import parse_compression
 
-_REPO_ROOT = Path(__file__).resolve().parents[1]
+_REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = _REPO_ROOT / "data" / "penguins"
 DEFAULT_LABEL = "species"
 SCHEMAS_DIR = _REPO_ROOT / "schemas"
@@ -100,7 +100,7 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
         "--data-service",
         metavar="HOST:PORT",
         help="tf.data service dispatcher whose workers read, parse and decode the training "
-        "input (python -m pipelines.data_service; k8s/components/data-service)",
+        "input (python -m pipelines.cli.data_service; k8s/components/data-service)",
     )
     parser.add_argument(
         "--readers",
@@ -248,8 +248,8 @@ def _image_settings(args: argparse.Namespace, is_images: bool) -> dict:
 def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
     """Validates the task arguments and returns a PipelineConfig."""
     from components.trainer.options import CACHE_MODES, TrainingOptions
-    from pipelines.config import EvaluationThresholds, IngestOptions, PipelineConfig
-    from pipelines.schema_file import check_schema
+    from pipelines.definition.config import EvaluationThresholds, IngestOptions, PipelineConfig
+    from pipelines.definition.schema_file import check_schema
 
     source = _source(args)
     task = _task(args, source)
@@ -271,7 +271,7 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
         check_label_serves(source, task.label, task.problem)
     module_file = None
     if args.module_file:
-        from pipelines.module_file import load_module_file
+        from pipelines.definition.module_file import load_module_file
 
         path = args.module_file
         module_file = load_module_file(path if "://" in path else os.path.abspath(path))

@@ -6,7 +6,7 @@ import tensorflow_model_analysis as tfma
 
 from components.task import Task, transformed_name
 from components.trainer.signatures import SERVING_SIGNATURE, TRANSFORM_SIGNATURE
-from pipelines.config import EvaluationThresholds
+from pipelines.definition.config import EvaluationThresholds
 
 _NO_WORSE_THAN_BASELINE = 1e-10
 

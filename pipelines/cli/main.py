@@ -11,16 +11,8 @@ import time
 import traceback
 import warnings
 
-from pipelines import data_commands, kubeflow_commands, report_command
-from pipelines.disk_space import (
-    DiskFull,
-    check_disk_full,
-    estimated_run_bytes,
-    human,
-    tree_bytes,
-)
-from pipelines.output_lock import OutputInUse
-from pipelines.task_arguments import (
+from pipelines.cli import data_commands, kubeflow_commands, report_command
+from pipelines.cli.task_arguments import (
     DEFAULT_DATA,
     UsageError,
     add_no_cache_argument,
@@ -29,6 +21,14 @@ from pipelines.task_arguments import (
     config_from_args,
     dataset_name,
 )
+from pipelines.local.disk_space import (
+    DiskFull,
+    check_disk_full,
+    estimated_run_bytes,
+    human,
+    tree_bytes,
+)
+from pipelines.local.output_lock import OutputInUse
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -187,8 +187,8 @@ def _check_data_service(address: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> None:
-    from pipelines.local_layout import LocalLayout
-    from pipelines.output_lock import output_lock
+    from pipelines.local.layout import LocalLayout
+    from pipelines.local.output_lock import output_lock
 
     output = os.path.abspath(args.output)
     check_writable(output)
@@ -221,9 +221,9 @@ def _run(args: argparse.Namespace) -> None:
                 f"{' and '.join(config.module_file.functions)} replace(s) the built-in one(s)",
                 flush=True,
             )
-        from pipelines.local_runner import new_run_id, run_locally
-        from pipelines.run_record import open_store
-        from pipelines.run_summary import summarize_run
+        from pipelines.local.run_record import open_store
+        from pipelines.local.runner import new_run_id, run_locally
+        from pipelines.report.run_summary import summarize_run
 
         started = time.monotonic()
         run_id = new_run_id()

@@ -8,10 +8,10 @@ import tensorflow_model_analysis as tfma
 
 from components.trainer.input_stall import last_epoch_share
 from components.trainer.resume import resumed_steps
-from pipelines.baseline_model import BASELINE_RESOLVER
-from pipelines.pipeline import EVALUATOR_ID, EXAMPLE_GEN_ID, PUSHER_ID, TRAINER_ID
+from pipelines.definition.baseline_model import BASELINE_RESOLVER
+from pipelines.definition.pipeline import EVALUATOR_ID, EXAMPLE_GEN_ID, PUSHER_ID, TRAINER_ID
+from pipelines.local.run_record import NodeExecution, read_run
 from pipelines.report.evaluation import overall_metric_values
-from pipelines.run_record import NodeExecution, read_run
 
 
 @dataclasses.dataclass(frozen=True)

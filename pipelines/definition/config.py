@@ -9,7 +9,7 @@ from components.data_source import DataSource, check_encoding
 from components.shard_compression import parse_compression
 from components.task import Task
 from components.trainer.options import TrainingOptions
-from pipelines.module_file import ModuleFile
+from pipelines.definition.module_file import ModuleFile
 
 _NAME_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 

@@ -15,7 +15,7 @@ import shutil
 from ml_metadata.proto import metadata_store_pb2
 
 from components.pusher.executor import STAGED_PATH_PROPERTY, STAGED_PREFIX
-from pipelines.run_record import node_ids_by_execution
+from pipelines.local.run_record import node_ids_by_execution
 
 _DONE = (metadata_store_pb2.Execution.COMPLETE, metadata_store_pb2.Execution.CACHED)
 

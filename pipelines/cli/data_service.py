@@ -1,4 +1,4 @@
-"""Starts a tf.data service server: ``python -m pipelines.data_service dispatcher|worker``.
+"""Starts a tf.data service server: ``python -m pipelines.cli.data_service dispatcher|worker``.
 
 TensorFlow's own servers (``tf.data.experimental.service.DispatchServer`` and
 ``WorkerServer``), started with the settings a Trainer fed by
@@ -37,7 +37,7 @@ DEFAULT_HEARTBEAT_S = 5.0
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m pipelines.data_service",
+        prog="python -m pipelines.cli.data_service",
         description="Run a tf.data service dispatcher or worker for the Trainer's input.",
     )
     servers = parser.add_subparsers(dest="server", required=True)

@@ -1,6 +1,6 @@
 """Container entry point for TFX executors on Kubeflow Pipelines v2 open source.
 
-``python -m pipelines.kfp_executor`` takes the arguments of TFX's own entry
+``python -m pipelines.kubeflow.kfp_executor`` takes the arguments of TFX's own entry
 point (``tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor``):
 ``--executor_class_path``, ``--json_serialized_invocation_args`` (the
 ExecutorInput JSON that KFP substitutes for ``{{$}}``),
@@ -225,7 +225,7 @@ def _parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     """Parses TFX's entry point flags; the rest are Beam flags. argv[0] is the program."""
     from absl.flags import argparse_flags
 
-    parser = argparse_flags.ArgumentParser(prog="python -m pipelines.kfp_executor")
+    parser = argparse_flags.ArgumentParser(prog="python -m pipelines.kubeflow.kfp_executor")
     parser.add_argument("--executor_class_path", required=True)
     parser.add_argument("--json_serialized_invocation_args", required=True)
     parser.add_argument("--json_serialized_inputs_spec_args")

@@ -30,10 +30,10 @@ from components.curated_schema import CuratedSchemaGen
 from components.example_gen import ShardedExampleGen
 from components.example_gen.shard_plan import ShardingOptions
 from components.pusher import executor as pusher_executor
-from pipelines.baseline_model import baseline_model_resolver
-from pipelines.config import PipelineConfig
-from pipelines.evaluation import make_eval_config
-from pipelines.module_file import PREPROCESSING_FN, RUN_FN
+from pipelines.definition.baseline_model import baseline_model_resolver
+from pipelines.definition.config import PipelineConfig
+from pipelines.definition.evaluation import make_eval_config
+from pipelines.definition.module_file import PREPROCESSING_FN, RUN_FN
 
 BUILT_IN_PREPROCESSING_FN = "components.transform.preprocessing.preprocessing_fn"
 BUILT_IN_RUN_FN = "components.trainer.run.run_fn"
@@ -80,7 +80,7 @@ def create_pipeline(
         parameters and code are the same (TFX's caching through ML Metadata).
       publish_after_metadata: the Pusher leaves the model staged for the
         orchestrator to move into the serving folder once the push is
-        recorded (local runs: ``pipelines.staged_models``); otherwise it
+        recorded (local runs: ``pipelines.local.staged_models``); otherwise it
         moves the model into place itself when the copy is complete.
       metadata_connection_config: the ML Metadata store (local runs); None
         leaves it to the orchestrator.

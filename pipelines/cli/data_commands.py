@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from pipelines.task_arguments import compression_argument
+from pipelines.cli.task_arguments import compression_argument
 
 
 def add_parsers(commands) -> None:
@@ -76,7 +76,7 @@ def run_convert(args: argparse.Namespace) -> None:
     from components import filesystem
     from components.data_source import check_encoding, check_label, open_source
     from components.example_gen.shard_plan import ShardingOptions, parse_size
-    from pipelines.task_arguments import UsageError, check_writable
+    from pipelines.cli.task_arguments import UsageError, check_writable
 
     # Everything that can be checked is, before the converter's imports (TFX, Beam).
     check_encoding(args.encoding)
@@ -93,8 +93,8 @@ def run_convert(args: argparse.Namespace) -> None:
     dest = os.path.abspath(args.dest)
     check_writable(dest)
     from components.example_gen.convert import QUARANTINE_DIR, convert
-    from pipelines.disk_space import check_disk_full
-    from pipelines.local_runner import local_beam_args
+    from pipelines.local.disk_space import check_disk_full
+    from pipelines.local.runner import local_beam_args
 
     print(f"Converting {args.source} ({args.format}) into {dest} ...", flush=True)
     try:

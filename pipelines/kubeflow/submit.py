@@ -32,7 +32,7 @@ PIPELINE_ROOT_ENV = "KFP_PIPELINE_ROOT"
 TOKEN_ENV = "KFP_TOKEN"
 
 # The object stores KFP v2's launcher stages artifacts from and to; the
-# components' entry point (pipelines.kfp_executor) maps them for TensorFlow.
+# components' entry point (pipelines.kubeflow.kfp_executor) maps them for TensorFlow.
 _OBJECT_STORE_SCHEMES = ("gs://", "s3://", "minio://")
 _MAX_MESSAGE_CHARS = 300
 
@@ -158,7 +158,7 @@ def check_platform_spec(package_path: str) -> None:
     The API server ignores a PlatformSpec it cannot parse, and the driver drops
     fields it does not know, so a hand-edited or stale package would run
     without its GPU node selector, tolerations or volumes and nobody would be
-    told. See ``pipelines.platform_spec.read_back``.
+    told. See ``pipelines.kubeflow.platform_spec.read_back``.
 
     Args:
       package_path: a compiled KFP v2 YAML (``pipeline_name`` accepts it).
@@ -166,7 +166,7 @@ def check_platform_spec(package_path: str) -> None:
     Raises:
       ValueError: naming what the backend would ignore or read differently.
     """
-    from pipelines.platform_spec import PlatformSpecError, read_back
+    from pipelines.kubeflow.platform_spec import PlatformSpecError, read_back
 
     with open(package_path) as f:
         spec, *others = yaml.safe_load_all(f)

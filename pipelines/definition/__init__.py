@@ -1,0 +1,1 @@
+"""The pipeline's definition, where the local and Kubeflow runners meet it."""

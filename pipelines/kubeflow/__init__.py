@@ -1,0 +1,1 @@
+"""Kubeflow Pipelines v2: compiling, submitting and the tasks' entry point."""

@@ -1,0 +1,1 @@
+"""Running the pipeline on this machine (LocalDagRunner) and keeping its output safe."""
