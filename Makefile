@@ -16,20 +16,32 @@ ARGS ?=
 # The report's browser test drives Debian's chromium; `make test` installs it
 # (as root, or through sudo), `make run` does not need it.
 CHROMIUM := /usr/bin/chromium
+IMPORT_TREE := build/import-tree
 
-.PHONY: run compile test lint setup browser lock clean
+.PHONY: run compile test lint docs setup browser lock clean
 
 run: setup  ## Run the pipeline locally on the bundled data (or ARGS).
-	$(PYTHON) -m pipelines run $(ARGS)
+	$(PYTHON) -m tfrecord_pipelines run $(ARGS)
 
 compile: setup  ## Write the Kubeflow Pipelines v2 spec.
-	$(PYTHON) -m pipelines compile $(ARGS)
+	$(PYTHON) -m tfrecord_pipelines compile $(ARGS)
 
-test: setup lint browser  ## Lint, then run every test, end-to-end pipeline runs and a browser included.
+test: setup lint browser  ## Lint, then run every test: the docs build, end-to-end pipeline runs and a browser included.
 	$(PYTHON) -m pytest
 
 lint: setup
-	$(VENV)/bin/ruff check components pipelines tests benchmarks
+	$(VENV)/bin/ruff check components pipelines tests benchmarks setup.py docs
+	@# lint-imports reads the wheel's tree: only there is components/ inside
+	@# tfrecord_pipelines (setup.py maps the folders; grimp walks directories).
+	@# uv builds the wheel from a fresh sdist, so no stale build/ file slips in.
+	rm -rf $(IMPORT_TREE)
+	$(UV) build --quiet --out-dir $(IMPORT_TREE)
+	$(PYTHON) -m zipfile -e $(IMPORT_TREE)/*.whl $(IMPORT_TREE)
+	cd $(IMPORT_TREE) && PYTHONPATH=. $(abspath $(VENV))/bin/lint-imports \
+		$(abspath pyproject.toml) --no-cache
+
+docs: setup  ## Serve the docs site on http://127.0.0.1:8000, rebuilt as you edit.
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
 
 setup: $(VENV)/.synced
 
@@ -51,4 +63,4 @@ lock: $(UV)  ## Re-resolve uv.lock after editing pyproject.toml.
 	$(UV) lock
 
 clean:
-	rm -rf output .pytest_cache .ruff_cache
+	rm -rf output build .pytest_cache .ruff_cache

@@ -1,6 +1,6 @@
 """How long each command takes to answer: its help, a wrong argument, a small inspect.
 
-Runs ``python -m pipelines ...`` as a user would, each command ``--repeat``
+Runs ``python -m tfrecord_pipelines ...`` as a user would, each command ``--repeat``
 times, and prints the median wall time and CPU time (user + sys of the
 child) per command. With ``--compare REF`` the same commands also run on a
 checkout of git revision REF (a temporary worktree, the same virtual
@@ -49,7 +49,7 @@ def _time(cwd: Path, args: list[str]) -> tuple[float, float, bool]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "pipelines", *args],
+        [sys.executable, "-m", "tfrecord_pipelines", *args],
         cwd=cwd,
         capture_output=True,
         env={**os.environ, "TF_USE_LEGACY_KERAS": "1"},

@@ -1,7 +1,7 @@
 """GZIP or no compression: size on disk and read speed of the same TFRecord shards.
 
 Takes a folder of GZIP shards (for example ``Split-train`` written by
-``python -m pipelines convert``), writes an uncompressed copy of each shard,
+``python -m tfrecord_pipelines convert``), writes an uncompressed copy of each shard,
 and reads both with tf.data (sequentially, then 4 shards interleaved in
 parallel), in one run. Not a test: it prints figures.
 

@@ -41,9 +41,9 @@ import tensorflow as tf  # noqa: E402
 from image_input import _draw  # noqa: E402
 from input_pipeline import _consume_on_accelerator, _count, _schema, _write  # noqa: E402
 
-from components.trainer import feature_spec_from_schema, make_dataset  # noqa: E402
-from components.trainer.data_service import DataService, registered_workers  # noqa: E402
-from components.trainer.image_decoding import ImageDecoding  # noqa: E402
+from tfrecord_pipelines.components.trainer import feature_spec_from_schema, make_dataset  # noqa: E402
+from tfrecord_pipelines.components.trainer.data_service import DataService, registered_workers  # noqa: E402
+from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding  # noqa: E402
 
 WORKER_CORE = 1
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -85,7 +85,7 @@ class _Servers:
         with open(os.path.join(logs, f"{args[0]}-{len(self.processes)}.log"), "w") as out:
             self.processes.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "pipelines.cli.data_service", *args],
+                    [sys.executable, "-m", "tfrecord_pipelines.cli.data_service", *args],
                     cwd=_ROOT,
                     stdout=out,
                     stderr=subprocess.STDOUT,

@@ -137,10 +137,10 @@ def _bare_chain(source: str, dest: str, compression: str) -> int:
     from pandas.util import hash_array
     from tfx_bsl.coders import example_coder
 
-    from components.data_source import read_header
-    from components.example_gen.csv_source import ARROW_READ_TYPES as read_types
-    from components.example_gen.csv_types import infer_column_types
-    from components.example_gen.record_encoding import as_feature_column
+    from tfrecord_pipelines.components.data_source import read_header
+    from tfrecord_pipelines.components.example_gen.csv_source import ARROW_READ_TYPES as read_types
+    from tfrecord_pipelines.components.example_gen.csv_types import infer_column_types
+    from tfrecord_pipelines.components.example_gen.record_encoding import as_feature_column
 
     path = os.path.join(source, "data.csv")
     header = read_header([path])
@@ -175,9 +175,9 @@ def _bare_chain(source: str, dest: str, compression: str) -> int:
 
 
 def _sharded(source: str, dest: str, source_format: str, compression: str, workers: str) -> dict:
-    from components.example_gen.convert import convert
-    from components.example_gen.shard_plan import ShardingOptions
-    from pipelines.local.runner import local_beam_args
+    from tfrecord_pipelines.components.example_gen.convert import convert
+    from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
+    from tfrecord_pipelines.local.runner import local_beam_args
 
     report = convert(
         source,
@@ -208,7 +208,7 @@ def _csv_example_gen(source: str, dest: str) -> int:
     from tfx.types import standard_artifacts
     from tfx.utils import proto_utils
 
-    from pipelines.local.runner import local_beam_args
+    from tfrecord_pipelines.local.runner import local_beam_args
 
     examples = standard_artifacts.Examples()
     examples.uri = dest
@@ -273,7 +273,7 @@ def _child(how: str, source: str, dest: str, source_format: str) -> None:
     import tensorflow  # noqa: F401
     from tfx.components.example_gen.csv_example_gen import executor  # noqa: F401
 
-    from components.example_gen import convert  # noqa: F401
+    from tfrecord_pipelines.components.example_gen import convert  # noqa: F401
 
     kind, *rest = how.split(":")
     details = {}

@@ -42,13 +42,13 @@ import tensorflow as tf  # noqa: E402
 from input_pipeline import _consume_on_accelerator, _count, _raw_ceiling  # noqa: E402
 from PIL import Image, ImageDraw  # noqa: E402
 
-from components.example_gen.convert import convert  # noqa: E402
-from components.example_gen.shard_plan import ShardingOptions  # noqa: E402
-from components.trainer import make_dataset  # noqa: E402
-from components.trainer.image_decoding import ImageDecoding  # noqa: E402
-from components.trainer.image_model import image_features  # noqa: E402
-from components.trainer.input_stall import InputStallModel  # noqa: E402
-from pipelines.local.runner import local_beam_args  # noqa: E402
+from tfrecord_pipelines.components.example_gen.convert import convert  # noqa: E402
+from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions  # noqa: E402
+from tfrecord_pipelines.components.trainer import make_dataset  # noqa: E402
+from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding  # noqa: E402
+from tfrecord_pipelines.components.trainer.image_model import image_features  # noqa: E402
+from tfrecord_pipelines.components.trainer.input_stall import InputStallModel  # noqa: E402
+from tfrecord_pipelines.local.runner import local_beam_args  # noqa: E402
 
 CLASSES = 10
 SIDE = 224

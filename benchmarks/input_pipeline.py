@@ -9,7 +9,7 @@ files, then reads each in one run with:
 - TFX's ``tf_dataset_factory`` (tfx_bsl's TFExampleRecord.TensorFlowDataset,
   what ``fn_args.data_accessor`` returns);
 - ``tf.data.experimental.make_csv_dataset`` on the CSV copy;
-- ``components.trainer.make_dataset``: first epoch, then later epochs from
+- ``tfrecord_pipelines.components.trainer.make_dataset``: first epoch, then later epochs from
   its in-memory cache and from a file cache;
 - the raw-read ceiling: make_dataset's parallel block reads and batching, no parse.
 
@@ -42,8 +42,8 @@ from tensorflow_metadata.proto.v0 import schema_pb2  # noqa: E402
 from tfx_bsl.coders import example_coder  # noqa: E402
 from tfx_bsl.public import tfxio  # noqa: E402
 
-from components.trainer import feature_spec_from_schema, make_dataset  # noqa: E402
-from components.trainer.dataset import DEFAULT_READ_BLOCK_SIZE  # noqa: E402
+from tfrecord_pipelines.components.trainer import feature_spec_from_schema, make_dataset  # noqa: E402
+from tfrecord_pipelines.components.trainer.dataset import DEFAULT_READ_BLOCK_SIZE  # noqa: E402
 
 LABEL = "label"
 

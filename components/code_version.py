@@ -17,18 +17,26 @@ import hashlib
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parent
-_PACKAGE = _ROOT.name
+# The components package's import name ("tfrecord_pipelines.components"), whose
+# folder is _ROOT.
+_PACKAGE = __name__.rpartition(".")[0]
 CUSTOM_CONFIG_KEY = "code_version"
 # The modules each component runs.
-EXAMPLE_GEN_CODE = "components.example_gen.executor"
-TRANSFORM_CODE = "components.transform.preprocessing"
-TRAINER_CODE = "components.trainer.run"
-PUSHER_CODE = "components.pusher.executor"
+EXAMPLE_GEN_CODE = "tfrecord_pipelines.components.example_gen.executor"
+TRANSFORM_CODE = "tfrecord_pipelines.components.transform.preprocessing"
+TRAINER_CODE = "tfrecord_pipelines.components.trainer.run"
+PUSHER_CODE = "tfrecord_pipelines.components.pusher.executor"
+
+
+def _in_package(module: str) -> bool:
+    return module == _PACKAGE or module.startswith(f"{_PACKAGE}.")
 
 
 def _source_file(module: str, root: Path) -> Path | None:
-    """The file of ``components.x.y`` under ``root`` (a module or a package's __init__)."""
-    parts = module.split(".")[1:]
+    """The file of ``<package>.x.y`` under ``root`` (a module or a package's __init__)."""
+    if not _in_package(module):
+        return None
+    parts = module[len(_PACKAGE) :].split(".")[1:]
     candidate = root.joinpath(*parts)
     for path in (candidate.with_suffix(".py"), candidate / "__init__.py"):
         if path.is_file():
@@ -41,11 +49,11 @@ def _imported_modules(path: Path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.split(".")[0] == _PACKAGE)
+            found.update(a.name for a in node.names if _in_package(a.name))
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module.split(".")[0] == _PACKAGE:
+            if _in_package(node.module):
                 found.add(node.module)
-                # `from components import x`: x may be a module.
+                # `from <package> import x`: x may be a module.
                 found.update(f"{node.module}.{a.name}" for a in node.names)
     return found
 

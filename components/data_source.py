@@ -19,7 +19,7 @@ import codecs
 import csv
 import dataclasses
 
-from components import filesystem, image_folder
+from tfrecord_pipelines.components import filesystem, image_folder
 
 CSV = "csv"
 PARQUET = "parquet"

@@ -18,7 +18,7 @@ import csv
 import dataclasses
 import os
 
-from components import filesystem
+from tfrecord_pipelines.components import filesystem
 
 LABELS_FILE = "labels.csv"
 LABELS_COLUMNS = ["filename", "label", "class_name"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from components import filesystem
-from components.data_source import CSV, DataSource
+from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.data_source import CSV, DataSource
 
 # A regression label may hold this share of values that are not numbers:
 # ExampleGen quarantines those rows, as it does other bad input, up to its

@@ -1,7 +1,7 @@
-"""``python -m pipelines``: the command-line interface."""
+"""``python -m tfrecord_pipelines``: the command-line interface."""
 
 import sys
 
-from pipelines.cli.main import main
+from tfrecord_pipelines.cli.main import main
 
 sys.exit(main())

@@ -33,9 +33,9 @@ def free_port() -> int:
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Runs ``python -m pipelines ARGS`` as a user would; returns the finished process."""
+    """Runs ``python -m tfrecord_pipelines ARGS`` as a user would; returns the finished process."""
     return subprocess.run(
-        [sys.executable, "-m", "pipelines", *args],
+        [sys.executable, "-m", "tfrecord_pipelines", *args],
         cwd=cwd or REPO_ROOT,
         capture_output=True,
         text=True,
@@ -50,8 +50,8 @@ def repo_root() -> Path:
 
 def run_summary(output: Path, name: str, printed: str):
     """The RunSummary of the run that printed ``printed``, read from ML Metadata."""
-    from pipelines.local.run_record import open_store
-    from pipelines.report.run_summary import summarize_run
+    from tfrecord_pipelines.local.run_record import open_store
+    from tfrecord_pipelines.report.run_summary import summarize_run
 
     store = open_store(str(output / "metadata" / name / "metadata.db"))
     return summarize_run(store, name, printed_run_id(printed))

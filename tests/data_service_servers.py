@@ -1,6 +1,6 @@
 """Real tf.data service servers for tests: a dispatcher and workers, each its own process.
 
-Started with the project's entry point (``python -m pipelines.cli.data_service``)
+Started with the project's entry point (``python -m tfrecord_pipelines.cli.data_service``)
 on 127.0.0.1, waited for with a bounded timeout, and stopped by their own
 process ids when the test ends, pass or fail.
 """
@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from components.trainer.data_service import DataService, registered_workers
 from conftest import free_port
+from tfrecord_pipelines.components.trainer.data_service import DataService, registered_workers
 
 START_TIMEOUT_S = 60.0
 _DISPATCHER_LINE = re.compile(r"dispatcher serving at grpc://[^:]+:(\d+)")
@@ -45,7 +45,7 @@ class DataServiceServers:
         log = self._logs / f"{args[0]}-{next(self._numbers)}.log"
         with open(log, "w") as out:
             process = subprocess.Popen(
-                [sys.executable, "-m", "pipelines.cli.data_service", *args],
+                [sys.executable, "-m", "tfrecord_pipelines.cli.data_service", *args],
                 cwd=self._cwd,
                 env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
                 stdout=out,

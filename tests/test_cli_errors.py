@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipelines.cli.main import main
+from tfrecord_pipelines.cli.main import main
 
 
 def _error_of(capsys, argv) -> tuple[int, str]:

@@ -16,7 +16,7 @@ from conftest import REPO_ROOT
 HEAVY = ("tensorflow", "tfx", "apache_beam", "kfp", "tensorflow_model_analysis")
 _PROBE = """
 import contextlib, io, json, sys
-from pipelines.cli.main import main
+from tfrecord_pipelines.cli.main import main
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
     try:
         status = main(sys.argv[1:])

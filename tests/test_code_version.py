@@ -3,12 +3,12 @@
 import json
 import shutil
 
-from components import code_version as versions
-from components.curated_schema import SCHEMA_DIGEST_KEY, file_digest
-from components.data_source import DataSource
-from components.task import Task
 from conftest import REPO_ROOT
-from pipelines.definition.config import PipelineConfig
+from tfrecord_pipelines.components import code_version as versions
+from tfrecord_pipelines.components.curated_schema import SCHEMA_DIGEST_KEY, file_digest
+from tfrecord_pipelines.components.data_source import DataSource
+from tfrecord_pipelines.components.task import Task
+from tfrecord_pipelines.definition.config import PipelineConfig
 
 
 def test_code_version_follows_the_modules_a_component_imports_and_only_those(tmp_path):
@@ -34,7 +34,7 @@ def test_code_version_follows_the_modules_a_component_imports_and_only_those(tmp
 
 
 def test_components_running_project_code_carry_their_versions_and_the_schema_digest():
-    from pipelines.definition.pipeline import create_pipeline
+    from tfrecord_pipelines.definition.pipeline import create_pipeline
 
     schema = str(REPO_ROOT / "schemas" / "penguins" / "schema.pbtxt")
     config = PipelineConfig(

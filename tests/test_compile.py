@@ -10,7 +10,7 @@ from kfp.kubernetes import kubernetes_executor_config_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from conftest import PIPELINE_COMPONENTS, run_cli
-from pipelines.cli.data_service import KUBERNETES_DISPATCHER
+from tfrecord_pipelines.cli.data_service import KUBERNETES_DISPATCHER
 
 EXPECTED_TASKS = set(PIPELINE_COMPONENTS)
 
@@ -82,12 +82,13 @@ def test_components_run_in_the_given_images_with_the_project_entry_points(compil
         "registry.example/tp:1"
     }
     assert {tuple(c["command"]) for c in containers.values()} == {
-        ("python", "-m", "pipelines.kubeflow.kfp_executor")
+        ("python", "-m", "tfrecord_pipelines.kubeflow.kfp_executor")
     }
     transform = spec["root"]["dag"]["tasks"]["Transform"]["inputs"]["parameters"]
     trainer = spec["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"]
-    assert "components.transform.preprocessing.preprocessing_fn" in str(transform)
-    assert "components.trainer.run.run_fn" in str(trainer)
+    preprocessing_fn = "tfrecord_pipelines.components.transform.preprocessing.preprocessing_fn"
+    assert preprocessing_fn in str(transform)
+    assert "tfrecord_pipelines.components.trainer.run.run_fn" in str(trainer)
 
 
 def test_compile_rejects_a_non_yaml_output(tmp_path):
@@ -212,7 +213,7 @@ def test_image_pipeline_with_a_module_file_compiles_for_pods(tmp_path, repo_root
     assert constant("Trainer", "module_file") == str(module)
     assert "run_fn" not in tasks["Trainer"]["inputs"]["parameters"]
     assert constant("Transform", "preprocessing_fn") == (
-        "components.transform.preprocessing.preprocessing_fn"
+        "tfrecord_pipelines.components.transform.preprocessing.preprocessing_fn"
     )
     assert not list(tmp_path.glob("pipeline-root-set-at-submission*"))
     # Images: uncompressed shards for 10 readers, image statistics, no

@@ -4,7 +4,11 @@ import codecs
 
 import pytest
 
-from components.example_gen.csv_blocks import cut_block, plan_blocks, split_records
+from tfrecord_pipelines.components.example_gen.csv_blocks import (
+    cut_block,
+    plan_blocks,
+    split_records,
+)
 
 ROWS = [b"1,plain,0", b'2,"two\nlines",1', b'3,"quote "" inside",0', b"4,last,1"]
 

@@ -11,13 +11,13 @@ import pytest
 import tensorflow as tf
 from data_service_servers import DataServiceServers
 
-from components.trainer.data_service import (
+from conftest import REPO_ROOT, run_cli, run_summary
+from tfrecord_pipelines.components.trainer.data_service import (
     DataService,
     DataServiceError,
     registered_workers,
 )
-from components.trainer.dataset import make_dataset
-from conftest import REPO_ROOT, run_cli, run_summary
+from tfrecord_pipelines.components.trainer.dataset import make_dataset
 
 SPEC = {"id": tf.io.FixedLenFeature([], tf.int64), "x": tf.io.FixedLenFeature([], tf.float32)}
 

@@ -7,9 +7,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from components import data_source
-from components.data_source import DataSource
 from example_data import write_images
+from tfrecord_pipelines.components import data_source
+from tfrecord_pipelines.components.data_source import DataSource
 
 
 def _csv(folder, name="d.csv", text="a,b,label\n1,x,0\n"):
@@ -118,7 +118,7 @@ def test_the_cli_checks_a_bad_folder_without_importing_tensorflow(tmp_path):
     (tmp_path / "notes.txt").write_text("hello\n")
     probe = (
         "import sys\n"
-        "from pipelines.cli.main import main\n"
+        "from tfrecord_pipelines.cli.main import main\n"
         f"status = main(['run', '--data', {str(tmp_path)!r}, '--label', 'y'])\n"
         "print(status, 'tensorflow' in sys.modules, 'tfx' in sys.modules)\n"
     )
@@ -130,7 +130,7 @@ def test_the_cli_checks_a_bad_folder_without_importing_tensorflow(tmp_path):
 
 
 def test_hidden_entries_are_neither_classes_nor_images(tmp_path):
-    from components import image_folder
+    from tfrecord_pipelines.components import image_folder
 
     written = write_images(tmp_path)
     (tmp_path / ".ipynb_checkpoints").mkdir()

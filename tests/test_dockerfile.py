@@ -231,7 +231,8 @@ def test_copy_sources_exist_and_are_in_the_context() -> None:
         for s in _copy_args(a)[1][:-1]
         if "from" not in _copy_args(a)[0]
     }
-    assert {"pyproject.toml", "uv.lock", "components/", "pipelines/", "schemas/"} <= sources
+    needed = {"pyproject.toml", "uv.lock", "setup.py", "components/", "pipelines/", "schemas/"}
+    assert needed <= sources
     for source in sorted(sources):
         path = REPO_ROOT / source
         assert path.exists(), f"COPY {source}: not in the repository"
@@ -261,7 +262,9 @@ def test_dockerignore_leaves_out_local_state() -> None:
 
 def test_project_code_imports_only_what_the_image_holds() -> None:
     copied = {"components", "pipelines"}
-    local = {p.stem for p in REPO_ROOT.iterdir() if p.is_dir() or p.suffix == ".py"}
+    # What an import could find at the root (not .venv, build outputs or egg-info).
+    local = {p.name for p in REPO_ROOT.iterdir() if p.is_dir() and p.name.isidentifier()}
+    local |= {p.stem for p in REPO_ROOT.glob("*.py")}
     for package in copied:
         for module in (REPO_ROOT / package).rglob("*.py"):
             tree = ast.parse(module.read_text())

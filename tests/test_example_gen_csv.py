@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from components.example_gen.convert import convert
-from components.example_gen.shard_plan import ShardingOptions
 from example_data import PLANTED_BAD_ROWS, read_split, write_csv
-from pipelines.local.runner import local_beam_args
+from tfrecord_pipelines.components.example_gen.convert import convert
+from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
+from tfrecord_pipelines.local.runner import local_beam_args
 
 TARGET = 64 * 1024
 # In memory, one process; TFX not packaged for workers (what convert passes).
@@ -170,3 +170,4 @@ def test_split_ratios_and_key_column(tmp_path):
     }
     assert not users["train"] & users["eval"] and not users["train"] & users["test"]
     assert sum(len(u) for u in users.values()) == 50
+

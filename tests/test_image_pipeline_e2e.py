@@ -9,13 +9,13 @@ import pytest
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from components.task import transformed_name
-from components.trainer import make_dataset
-from components.trainer.image_decoding import ImageDecoding
 from conftest import run_cli, run_summary
 from example_data import PLANTED_BAD_IMAGES, write_digit_images
-from pipelines.report.thumbnails import THUMBNAIL_PIXELS
 from report_browser import load_report
+from tfrecord_pipelines.components.task import transformed_name
+from tfrecord_pipelines.components.trainer import make_dataset
+from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
+from tfrecord_pipelines.report.thumbnails import THUMBNAIL_PIXELS
 
 pytestmark = pytest.mark.e2e
 

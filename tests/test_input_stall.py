@@ -8,8 +8,12 @@ import time
 import pytest
 import tensorflow as tf
 
-from components.trainer.input_stall import InputStallModel, InputStallReport, verdict
 from conftest import REPO_ROOT
+from tfrecord_pipelines.components.trainer.input_stall import (
+    InputStallModel,
+    InputStallReport,
+    verdict,
+)
 
 WIDTH = 32
 
@@ -76,7 +80,7 @@ os.environ["TF_USE_LEGACY_KERAS"] = "1"
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from components.trainer.input_stall import InputStallModel
+from tfrecord_pipelines.components.trainer.input_stall import InputStallModel
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 with strategy.scope():
     inputs = tf.keras.Input(shape=(4,), name="x")

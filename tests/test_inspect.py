@@ -3,9 +3,9 @@
 import pytest
 import tensorflow as tf
 
-from components.tfrecord_inspect import format_spec, inspect_records
 from conftest import run_cli
 from example_data import write_csv
+from tfrecord_pipelines.components.tfrecord_inspect import format_spec, inspect_records
 
 
 def _write(path, examples, compression=""):

@@ -21,10 +21,10 @@ import yaml
 from kubernetes.utils import parse_quantity
 
 from conftest import REPO_ROOT
-from pipelines.cli import data_service
-from pipelines.cli.kubeflow_commands import DEFAULT_SERVING_PVC
-from pipelines.kubeflow import platform_spec
-from pipelines.kubeflow.trainer_resources import NVIDIA_GPU
+from tfrecord_pipelines.cli import data_service
+from tfrecord_pipelines.cli.kubeflow_commands import DEFAULT_SERVING_PVC
+from tfrecord_pipelines.kubeflow import platform_spec
+from tfrecord_pipelines.kubeflow.trainer_resources import NVIDIA_GPU
 
 K8S_DIR = REPO_ROOT / "k8s"
 BASE_DIR = K8S_DIR / "base"
@@ -399,8 +399,8 @@ def _container(workload: dict) -> dict:
 def _server_arguments(workload: dict):
     """The entry point's own parse of a server's command line (it exits on a bad one)."""
     container = _container(workload)
-    assert container["command"] == ["python", "-m", "pipelines.cli.data_service"]
-    return data_service._parser().parse_args(container["args"])
+    assert container["command"] == ["python", "-m", "tfrecord_pipelines.cli.data_service"]
+    return data_service.build_parser().parse_args(container["args"])
 
 
 def test_data_service_address_compile_writes_is_the_dispatchers_service():

@@ -1,4 +1,4 @@
-"""The repairs ``pipelines.kubeflow.kfp_executor`` makes to the ExecutorInput of KFP open source.
+"""What ``tfrecord_pipelines.kubeflow.kfp_executor`` repairs in KFP open source's ExecutorInput.
 
 These are the cases kfp.local does not produce: an output the launcher adds
 (``executor-logs``), a custom type's title, an input the inputs spec does not
@@ -12,11 +12,11 @@ import pytest
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from pipelines.kubeflow import kfp_executor
+from tfrecord_pipelines.kubeflow import kfp_executor
 
 EXAMPLES_SCHEMA = "title: tfx.Examples\ntype: object\n"
 QUARANTINE_TITLE = "tfrecord_pipelines.Quarantine"
-QUARANTINE_CLASS = "components.example_gen.component.Quarantine"
+QUARANTINE_CLASS = "tfrecord_pipelines.components.example_gen.component.Quarantine"
 
 
 def _executor_input(as_json: dict) -> pipeline_spec_pb2.ExecutorInput:
@@ -124,7 +124,7 @@ def test_tfx_parser_fails_on_the_driver_input_and_reads_the_repaired_one():
     from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils
     from tfx.types import standard_artifacts
 
-    from components.example_gen.component import Quarantine
+    from tfrecord_pipelines.components.example_gen.component import Quarantine
 
     driver_input = _untyped_examples_input()
     with pytest.raises(AttributeError, match="NoneType"):

@@ -143,7 +143,7 @@ def test_every_task_ran_once_through_the_entry_point_and_wrote_every_output(dag)
         assert list(container["container"]["command"]) == [
             "python",
             "-m",
-            "pipelines.kubeflow.kfp_executor",
+            "tfrecord_pipelines.kubeflow.kfp_executor",
         ]
         record = records[task]
         assert record.returncode == 0, task

@@ -1,4 +1,4 @@
-"""components.trainer.make_dataset yields exactly what a sequential reader reads."""
+"""``make_dataset`` (components.trainer) yields exactly what a sequential reader reads."""
 
 import collections
 import os
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer import feature_spec_from_schema, make_dataset
+from tfrecord_pipelines.components.trainer import feature_spec_from_schema, make_dataset
 
 FEATURE_SPEC = {
     "id": tf.io.FixedLenFeature([], tf.int64),

@@ -9,8 +9,8 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from components.trainer import make_dataset
-from components.trainer.image_decoding import ImageDecoding
+from tfrecord_pipelines.components.trainer import make_dataset
+from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
 
 SPEC = {
     "image": tf.io.FixedLenFeature([1], tf.string),

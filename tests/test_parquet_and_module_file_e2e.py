@@ -76,9 +76,9 @@ import os
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from components.task import Task, transformed_name
-from components.trainer.model import num_classes
-from components.trainer.signatures import make_signatures
+from tfrecord_pipelines.components.task import Task, transformed_name
+from tfrecord_pipelines.components.trainer.model import num_classes
+from tfrecord_pipelines.components.trainer.signatures import make_signatures
 
 MARKER = "user_run_fn.marker"
 

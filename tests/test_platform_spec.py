@@ -6,7 +6,7 @@ import pytest
 from google.protobuf import json_format
 from kfp.kubernetes import kubernetes_executor_config_pb2
 
-from pipelines.kubeflow.platform_spec import (
+from tfrecord_pipelines.kubeflow.platform_spec import (
     PlatformSpecError,
     TaskPlacement,
     Toleration,

@@ -8,8 +8,8 @@ import tensorflow as tf
 import tensorflow_transform.beam as tft_beam
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
-from components.task import Task
-from components.transform import preprocessing_fn
+from tfrecord_pipelines.components.task import Task
+from tfrecord_pipelines.components.transform import preprocessing_fn
 
 RAW_SPEC = {
     "size": tf.io.VarLenFeature(tf.float32),

@@ -4,7 +4,7 @@ import collections
 
 import pytest
 
-from components.example_gen.shard_plan import (
+from tfrecord_pipelines.components.example_gen.shard_plan import (
     MIN_RECORDS_PER_SHARD,
     ShardingOptions,
     parse_size,

@@ -1,4 +1,4 @@
-"""Contract test of ``python -m pipelines submit`` against a fake KFP API server.
+"""Contract test of ``python -m tfrecord_pipelines submit`` against a fake KFP API server.
 
 The fake (fake_kfp_api.py) answers kfp.Client's v2beta1 REST calls the way the
 real API server does and records both what the client sent and what the server
@@ -21,7 +21,7 @@ import yaml
 
 from conftest import run_cli
 from fake_kfp_api import API, FakeKfpApi, FakeKfpServer
-from pipelines.kubeflow import submit
+from tfrecord_pipelines.kubeflow import package, submit
 
 ROOT = "gs://bucket/root"
 
@@ -67,7 +67,7 @@ def compiled_submission(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_C
 
 
 def _cli_submit(package: Path, url: str, *args: str) -> Any:
-    """Runs ``python -m pipelines submit --package PACKAGE --host URL ARGS``."""
+    """Runs ``python -m tfrecord_pipelines submit --package PACKAGE --host URL ARGS``."""
     return run_cli("submit", f"--package={package}", f"--host={url}", *args)
 
 
@@ -276,12 +276,12 @@ def test_server_failures_raise_submit_error(
 @pytest.mark.parametrize("root", ["/pipeline/root", "file:///tmp/root", "hdfs://nn/root", "s3://"])
 def test_pipeline_root_must_be_object_store(root: str) -> None:
     with pytest.raises(ValueError, match=rf"^Pipeline root {re.escape(repr(root))} must be an"):
-        submit.check_pipeline_root(root)
+        package.check_pipeline_root(root)
 
 
 @pytest.mark.parametrize("root", ["gs://b/root", "s3://b/root", "minio://mlpipeline/v2/artifacts"])
 def test_object_store_pipeline_roots_are_accepted(root: str) -> None:
-    submit.check_pipeline_root(root)  # raises on a root the launcher cannot open
+    package.check_pipeline_root(root)  # raises on a root the launcher cannot open
 
 
 def test_host_must_be_a_url() -> None:
@@ -293,9 +293,9 @@ def test_package_must_be_a_compiled_pipeline(tmp_path: Path) -> None:
     not_a_pipeline = tmp_path / "values.yaml"
     not_a_pipeline.write_text("replicas: 2\n")
     with pytest.raises(ValueError, match=r"not a compiled KFP v2 pipeline"):
-        submit.pipeline_name(str(not_a_pipeline))
+        package.pipeline_name(str(not_a_pipeline))
     with pytest.raises(ValueError, match=r"Cannot read pipeline package .*missing.yaml"):
-        submit.pipeline_name(str(tmp_path / "missing.yaml"))
+        package.pipeline_name(str(tmp_path / "missing.yaml"))
 
 
 def test_cli_no_cache_with_a_package_runs_it_uncached(

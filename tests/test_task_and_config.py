@@ -4,12 +4,12 @@ import re
 
 import pytest
 
-from components.data_source import DataSource
-from components.task import Task
-from components.trainer.options import TrainingOptions
-from pipelines.definition.config import EvaluationThresholds, IngestOptions, PipelineConfig
-from pipelines.definition.module_file import ModuleFile
-from pipelines.kubeflow.trainer_resources import TrainerResources
+from tfrecord_pipelines.components.data_source import DataSource
+from tfrecord_pipelines.components.task import Task
+from tfrecord_pipelines.components.trainer.options import TrainingOptions
+from tfrecord_pipelines.definition.config import EvaluationThresholds, IngestOptions, PipelineConfig
+from tfrecord_pipelines.definition.module_file import ModuleFile
+from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
 
 
 def _config(**overrides) -> PipelineConfig:

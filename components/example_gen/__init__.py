@@ -7,11 +7,11 @@ def __getattr__(name: str):
     # Loaded on first use: the CLI checks sizes with parse_size before anything
     # imports TFX, whose import the component classes pay.
     if name in ("Quarantine", "ShardedExampleGen"):
-        from components.example_gen import component
+        from tfrecord_pipelines.components.example_gen import component
 
         return getattr(component, name)
     if name in __all__:
-        from components.example_gen import shard_plan
+        from tfrecord_pipelines.components.example_gen import shard_plan
 
         return getattr(shard_plan, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,9 +16,9 @@ from tfx.proto import example_gen_pb2
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 
-from components.data_source import FORMATS as SOURCE_FORMATS
-from components.example_gen.executor import Executor
-from components.example_gen.keys import (
+from tfrecord_pipelines.components.data_source import FORMATS as SOURCE_FORMATS
+from tfrecord_pipelines.components.example_gen.executor import Executor
+from tfrecord_pipelines.components.example_gen.keys import (
     BLOCK_BYTES_KEY,
     CODE_VERSION_KEY,
     COMPRESSION_KEY,
@@ -31,9 +31,13 @@ from components.example_gen.keys import (
     SOURCE_FORMAT_KEY,
     TARGET_SHARD_BYTES_KEY,
 )
-from components.example_gen.shard_plan import ShardingOptions
-from components.example_gen.sources import DEFAULT_BLOCK_BYTES, DEFAULT_ENCODING, SourceOptions
-from components.shard_compression import GZIP, parse_compression
+from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
+from tfrecord_pipelines.components.example_gen.sources import (
+    DEFAULT_BLOCK_BYTES,
+    DEFAULT_ENCODING,
+    SourceOptions,
+)
+from tfrecord_pipelines.components.shard_compression import GZIP, parse_compression
 
 DEFAULT_MAX_BAD_FRACTION = 0.01
 
@@ -115,8 +119,9 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
           input_config: which files to read (default: all files in input_base).
           output_config: the splits (default: train and eval, 2:1 by hash;
             ``split_config.partition_feature_name`` splits on a key column).
-          code_version: the converter code's version (``components.code_version``):
-            with caching on, a new version converts again.
+          code_version: the converter code's version
+            (``tfrecord_pipelines.components.code_version``): with caching on, a new
+            version converts again.
           block_bytes: CSV: bytes parsed as one block (default 32 MiB); see
             ``sources.SourceOptions``.
           encoding: CSV: the files' text encoding (default UTF-8).

@@ -1,4 +1,4 @@
-"""Runs ShardedExampleGen's executor without a pipeline: ``python -m pipelines convert``."""
+"""ShardedExampleGen's executor without a pipeline: ``python -m tfrecord_pipelines convert``."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from tfx.dsl.io import fileio
 from tfx.types import standard_artifacts
 from tfx.utils import proto_utils
 
-from components.example_gen import keys
-from components.example_gen.component import Quarantine
-from components.example_gen.destination import fresh_destination
-from components.example_gen.executor import Executor
-from components.example_gen.keys import SHARD_PLAN_FILE
-from components.example_gen.shard_plan import ShardingOptions
+from tfrecord_pipelines.components.example_gen import keys
+from tfrecord_pipelines.components.example_gen.component import Quarantine
+from tfrecord_pipelines.components.example_gen.destination import fresh_destination
+from tfrecord_pipelines.components.example_gen.executor import Executor
+from tfrecord_pipelines.components.example_gen.keys import SHARD_PLAN_FILE
+from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 
 QUARANTINE_DIR = "quarantine"
 

@@ -17,7 +17,7 @@ import codecs
 import dataclasses
 from collections.abc import Iterator
 
-from components import filesystem
+from tfrecord_pipelines.components import filesystem
 
 _QUOTE = b'"'
 _NEWLINE = b"\n"

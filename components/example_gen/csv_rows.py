@@ -13,9 +13,9 @@ import sys
 
 import pyarrow as pa
 
-from components.example_gen.csv_blocks import CsvLayout, RawRecord
-from components.example_gen.features import ColumnType
-from components.example_gen.record_encoding import FEATURE_TYPES
+from tfrecord_pipelines.components.example_gen.csv_blocks import CsvLayout, RawRecord
+from tfrecord_pipelines.components.example_gen.features import ColumnType
+from tfrecord_pipelines.components.example_gen.record_encoding import FEATURE_TYPES
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _CONVERTERS = {ColumnType.INT: int, ColumnType.FLOAT: float, ColumnType.BYTES: str.encode}

@@ -22,22 +22,22 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import tensorflow as tf
 
-from components.example_gen.csv_blocks import (
+from tfrecord_pipelines.components.example_gen.csv_blocks import (
     CsvBlock,
     CsvLayout,
     cut_block,
     plan_blocks,
     split_records,
 )
-from components.example_gen.csv_rows import RowParser
-from components.example_gen.features import ColumnType
-from components.example_gen.quarantine import QUARANTINE_TAG, QuarantineRecord
-from components.example_gen.record_encoding import (
+from tfrecord_pipelines.components.example_gen.csv_rows import RowParser
+from tfrecord_pipelines.components.example_gen.features import ColumnType
+from tfrecord_pipelines.components.example_gen.quarantine import QUARANTINE_TAG, QuarantineRecord
+from tfrecord_pipelines.components.example_gen.record_encoding import (
     ExampleEncoder,
     as_feature_column,
     first_values_as_text,
 )
-from components.example_gen.split_assignment import SplitAssigner
+from tfrecord_pipelines.components.example_gen.split_assignment import SplitAssigner
 
 # What pyarrow reads each type as; FLOAT is read as float64 and then cast, as
 # Python's float() and the row parser do, so both paths give the same float32.

@@ -13,9 +13,9 @@ import sys
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from components import filesystem
-from components.example_gen.csv_blocks import split_records, strip_bom
-from components.example_gen.features import ColumnType
+from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.example_gen.csv_blocks import split_records, strip_bom
+from tfrecord_pipelines.components.example_gen.features import ColumnType
 
 # Rows read to infer column types when there is no schema.
 TYPE_SAMPLE_ROWS = 20_000

@@ -18,23 +18,26 @@ from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils, proto_utils
 
-from components.example_gen import keys
-from components.example_gen.quarantine import (
+from tfrecord_pipelines.components.example_gen import keys
+from tfrecord_pipelines.components.example_gen.quarantine import (
     QUARANTINE_FILE_PREFIX,
     QUARANTINE_FILE_SUFFIX,
     QUARANTINE_TAG,
     summarize_quarantine,
 )
-from components.example_gen.shard_plan import ShardingOptions
-from components.example_gen.sharded_writer import WriteShardedTFRecords, finalize_split
-from components.example_gen.sources import (
+from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
+from tfrecord_pipelines.components.example_gen.sharded_writer import (
+    WriteShardedTFRecords,
+    finalize_split,
+)
+from tfrecord_pipelines.components.example_gen.sources import (
     DEFAULT_BLOCK_BYTES,
     DEFAULT_ENCODING,
     SourceOptions,
     read_examples,
 )
-from components.example_gen.spill import SpillRecords
-from components.example_gen.split_assignment import SplitAssigner
+from tfrecord_pipelines.components.example_gen.spill import SpillRecords
+from tfrecord_pipelines.components.example_gen.split_assignment import SplitAssigner
 
 _SPILL_DIR = ".spill"
 # Set by Do for the source transforms.

@@ -1,7 +1,7 @@
 """Image folders → serialized tf.Examples holding the original encoded bytes.
 
 The layouts and the record's features are described in
-``components.image_folder``. Each example holds the file's bytes unchanged,
+``tfrecord_pipelines.components.image_folder``. Each example holds the file's bytes unchanged,
 so one sequential read gives a training step everything. Files that
 TensorFlow's image decoder (the one the Trainer decodes with) cannot read are
 quarantined with the decoder's reason; complete JPEGs are measured from their
@@ -18,11 +18,11 @@ import zlib
 import apache_beam as beam
 import tensorflow as tf
 
-from components import filesystem
-from components.example_gen.features import ColumnType, feature, serialize
-from components.example_gen.quarantine import QUARANTINE_TAG, QuarantineRecord
-from components.example_gen.split_assignment import SplitAssigner
-from components.image_folder import (
+from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.example_gen.features import ColumnType, feature, serialize
+from tfrecord_pipelines.components.example_gen.quarantine import QUARANTINE_TAG, QuarantineRecord
+from tfrecord_pipelines.components.example_gen.split_assignment import SplitAssigner
+from tfrecord_pipelines.components.image_folder import (
     CHANNELS_KEY,
     CLASS_NAME_KEY,
     FILENAME_KEY,

@@ -19,15 +19,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from components import filesystem
-from components.example_gen.features import ColumnType
-from components.example_gen.quarantine import QUARANTINE_TAG, QuarantineRecord
-from components.example_gen.record_encoding import (
+from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.example_gen.features import ColumnType
+from tfrecord_pipelines.components.example_gen.quarantine import QUARANTINE_TAG, QuarantineRecord
+from tfrecord_pipelines.components.example_gen.record_encoding import (
     ExampleEncoder,
     as_feature_column,
     first_values_as_text,
 )
-from components.example_gen.split_assignment import SplitAssigner
+from tfrecord_pipelines.components.example_gen.split_assignment import SplitAssigner
 
 _BATCH_ROWS = 65_536
 

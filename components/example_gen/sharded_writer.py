@@ -25,14 +25,14 @@ import zlib
 import apache_beam as beam
 import tensorflow as tf
 
-from components.example_gen.shard_plan import (
+from tfrecord_pipelines.components.example_gen.shard_plan import (
     TFRECORD_FRAMING_BYTES,
     ShardingOptions,
     ShardPlan,
     plan_shards,
 )
-from components.example_gen.spill import Spilled, read_spilled
-from components.shard_compression import GZIP, parse_compression
+from tfrecord_pipelines.components.example_gen.spill import Spilled, read_spilled
+from tfrecord_pipelines.components.shard_compression import GZIP, parse_compression
 
 SHARD_PREFIX = "data_tfrecord"
 _TEMP_PREFIX = ".shard-"

@@ -7,10 +7,16 @@ import dataclasses
 import apache_beam as beam
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from components import data_source, image_folder
-from components.data_source import IMAGES, PARQUET
-from components.example_gen import csv_blocks, csv_source, csv_types, image_source, parquet_source
-from components.example_gen.split_assignment import SplitAssigner
+from tfrecord_pipelines.components import data_source, image_folder
+from tfrecord_pipelines.components.data_source import IMAGES, PARQUET
+from tfrecord_pipelines.components.example_gen import (
+    csv_blocks,
+    csv_source,
+    csv_types,
+    image_source,
+    parquet_source,
+)
+from tfrecord_pipelines.components.example_gen.split_assignment import SplitAssigner
 
 # CSV bytes per Beam element: large enough that Beam's cost per element
 # vanishes, small enough that one large file spreads over the workers and a

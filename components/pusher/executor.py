@@ -8,7 +8,7 @@ copies into ``.staged-<version>`` (model servers skip names that are not a
 version number) and either renames it into place itself or, when
 ``custom_config["publish"]`` is ``after_metadata``, leaves that to the
 orchestrator once the Pusher's execution is recorded as complete
-(``pipelines.local.staged_models`` does it for local runs).
+(``tfrecord_pipelines.local.staged_models`` does it for local runs).
 """
 
 from __future__ import annotations

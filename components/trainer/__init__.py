@@ -1,6 +1,6 @@
 """Trainer module code: the input pipeline, the Keras model, ``run_fn``.
 
-``components.trainer.make_dataset`` is the project's tf.data input pipeline
+``tfrecord_pipelines.components.trainer.make_dataset`` is the project's tf.data input pipeline
 over sharded TFRecords; it needs only TensorFlow, so other pipelines can
 reuse it. ``feature_spec_from_schema`` derives its feature spec from a schema.
 ``DataService`` moves its work onto tf.data service workers.
@@ -13,11 +13,11 @@ def __getattr__(name: str):
     # Loaded on first use: the options module is imported by the CLI, which
     # should not pay for TensorFlow's import to validate its arguments.
     if name == "DataService":
-        from components.trainer.data_service import DataService
+        from tfrecord_pipelines.components.trainer.data_service import DataService
 
         return DataService
     if name in __all__:
-        from components.trainer import dataset
+        from tfrecord_pipelines.components.trainer import dataset
 
         return getattr(dataset, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,7 +5,7 @@ dataset ``make_dataset`` builds runs on CPU workers elsewhere: a dispatcher
 hands out the work, workers (as many as the input needs) run the pipeline,
 and the trainer only receives finished batches and prefetches them onto its
 device (``tf.data.experimental.service.distribute``). Start the servers with
-``python -m pipelines.cli.data_service dispatcher|worker``; on Kubernetes,
+``python -m tfrecord_pipelines.cli.data_service dispatcher|worker``; on Kubernetes,
 ``k8s/components/data-service``.
 
 Sharding: ``dynamic`` (the default) hands out one shard file at a time to
@@ -169,7 +169,8 @@ def wait_for_workers(service: DataService, wait_s: float = WORKER_WAIT_S) -> lis
             raise DataServiceError(
                 f"No tf.data service worker registered with the dispatcher at "
                 f"{service.address}{f' within {wait_s:g} s' if wait_s else ''}: start workers with "
-                f"`python -m pipelines.cli.data_service worker --dispatcher {service.address}`."
+                "`python -m tfrecord_pipelines.cli.data_service worker "
+                f"--dispatcher {service.address}`."
             )
         time.sleep(1.0)
     return workers

@@ -54,9 +54,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import tensorflow as tf
 
-from components.trainer import image_stage
-from components.trainer.data_service import WORKER_READS, DataService, distribute
-from components.trainer.image_decoding import ImageDecoding
+from tfrecord_pipelines.components.trainer import image_stage
+from tfrecord_pipelines.components.trainer.data_service import WORKER_READS, DataService, distribute
+from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
 
 COMPRESSION_TYPES = ("GZIP", "ZLIB", "")
 # Shards read at once, at most: enough to hide storage latency on a GPU node

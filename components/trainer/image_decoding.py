@@ -18,7 +18,7 @@ import math
 
 import tensorflow as tf
 
-from components.trainer.options import CROP, FLIP, check_image_settings
+from tfrecord_pipelines.components.trainer.options import CROP, FLIP, check_image_settings
 
 # Decoded side / model side when training takes random crops: up to 1/9 of
 # the side is cropped away, on each axis.

@@ -13,7 +13,7 @@ import statistics
 
 import tensorflow as tf
 
-from components.trainer.dataset import infer_compression, list_files
+from tfrecord_pipelines.components.trainer.dataset import infer_compression, list_files
 
 SAMPLE_RECORDS = 256
 # Length and CRCs around each record in a TFRecord file.

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from components.trainer.image_decoding import ImageDecoding
+from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
 
 Features = dict[str, tf.Tensor]
 

@@ -24,7 +24,11 @@ import os
 
 import tensorflow as tf
 
-from components.trainer.data_service import DataService, DataServiceError, registered_workers
+from tfrecord_pipelines.components.trainer.data_service import (
+    DataService,
+    DataServiceError,
+    registered_workers,
+)
 
 METRIC_NAME = "input_stall"
 REPORT_FILE = "input_stall.json"

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from components.task import Task, transformed_name, vocabulary_name
-from components.trainer.image_decoding import ImageDecoding
-from components.trainer.image_model import image_features
-from components.trainer.input_stall import InputStallModel
+from tfrecord_pipelines.components.task import Task, transformed_name, vocabulary_name
+from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
+from tfrecord_pipelines.components.trainer.image_model import image_features
+from tfrecord_pipelines.components.trainer.input_stall import InputStallModel
 
 TABULAR_LEARNING_RATE = 1e-2
 IMAGE_LEARNING_RATE = 1e-3

@@ -101,7 +101,7 @@ class TrainingOptions:
             raise ValueError(f"image_size must be at least 32 pixels, got {self.image_size}.")
         check_image_settings(self.image_channels, self.image_augment, "image_")
         if self.data_service is not None:
-            from components.trainer.data_service import DataService
+            from tfrecord_pipelines.components.trainer.data_service import DataService
 
             DataService(self.data_service)  # raises ValueError naming a bad address
             if self.cache not in (CACHE_AUTO, CACHE_NONE):

@@ -12,14 +12,14 @@ import tensorflow as tf
 import tensorflow_transform as tft
 from tfx import v1 as tfx
 
-from components.task import Task, transformed_name
-from components.trainer.data_service import DataService, wait_for_workers
-from components.trainer.dataset import list_files, make_dataset
-from components.trainer.image_decoding import ImageDecoding
-from components.trainer.image_sizing import sample_images
-from components.trainer.input_stall import InputStallReport
-from components.trainer.model import build_model
-from components.trainer.options import (
+from tfrecord_pipelines.components.task import Task, transformed_name
+from tfrecord_pipelines.components.trainer.data_service import DataService, wait_for_workers
+from tfrecord_pipelines.components.trainer.dataset import list_files, make_dataset
+from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
+from tfrecord_pipelines.components.trainer.image_sizing import sample_images
+from tfrecord_pipelines.components.trainer.input_stall import InputStallReport
+from tfrecord_pipelines.components.trainer.model import build_model
+from tfrecord_pipelines.components.trainer.options import (
     AUTO_CACHE_MAX_DECODED_BYTES,
     AUTO_CACHE_MAX_FILE_BYTES,
     CACHE_AUTO,
@@ -27,8 +27,12 @@ from components.trainer.options import (
     CACHE_NONE,
     TrainingOptions,
 )
-from components.trainer.resume import backup_dir, epochs_done, write_resume_report
-from components.trainer.signatures import make_signatures
+from tfrecord_pipelines.components.trainer.resume import (
+    backup_dir,
+    epochs_done,
+    write_resume_report,
+)
+from tfrecord_pipelines.components.trainer.signatures import make_signatures
 
 
 def choose_strategy() -> tf.distribute.Strategy:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from components.task import Task
-from components.trainer.image_decoding import ImageDecoding
+from tfrecord_pipelines.components.task import Task
+from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
 
 SERVING_SIGNATURE = "serving_default"
 TRANSFORM_SIGNATURE = "transform_features"

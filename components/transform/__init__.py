@@ -1,5 +1,5 @@
 """tf.Transform module code: the ``preprocessing_fn`` TFX's Transform runs."""
 
-from components.transform.preprocessing import preprocessing_fn
+from tfrecord_pipelines.components.transform.preprocessing import preprocessing_fn
 
 __all__ = ["preprocessing_fn"]

@@ -27,7 +27,7 @@ from typing import Any
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from components.task import Task, transformed_name, vocabulary_name
+from tfrecord_pipelines.components.task import Task, transformed_name, vocabulary_name
 
 _OOV_BUCKETS = 1
 

@@ -1,1 +1,1 @@
-"""The command line: ``python -m pipelines`` and its sub-commands, above every runner."""
+"""The command line: ``python -m tfrecord_pipelines`` and its sub-commands, above every runner."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from pipelines.cli.task_arguments import compression_argument
+from tfrecord_pipelines.cli.task_arguments import compression_argument
 
 
 def add_parsers(commands) -> None:
@@ -73,10 +73,10 @@ def _parse_splits(text: str) -> dict[str, int]:
 
 def run_convert(args: argparse.Namespace) -> None:
     """Converts and prints the shard plan and the quarantine count."""
-    from components import filesystem
-    from components.data_source import check_encoding, check_label, open_source
-    from components.example_gen.shard_plan import ShardingOptions, parse_size
-    from pipelines.cli.task_arguments import UsageError, check_writable
+    from tfrecord_pipelines.cli.task_arguments import UsageError, check_writable
+    from tfrecord_pipelines.components import filesystem
+    from tfrecord_pipelines.components.data_source import check_encoding, check_label, open_source
+    from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions, parse_size
 
     # Everything that can be checked is, before the converter's imports (TFX, Beam).
     check_encoding(args.encoding)
@@ -92,9 +92,9 @@ def run_convert(args: argparse.Namespace) -> None:
     block_bytes = parse_size(args.block_size)
     dest = os.path.abspath(args.dest)
     check_writable(dest)
-    from components.example_gen.convert import QUARANTINE_DIR, convert
-    from pipelines.local.disk_space import check_disk_full
-    from pipelines.local.runner import local_beam_args
+    from tfrecord_pipelines.components.example_gen.convert import QUARANTINE_DIR, convert
+    from tfrecord_pipelines.local.disk_space import check_disk_full
+    from tfrecord_pipelines.local.runner import local_beam_args
 
     print(f"Converting {args.source} ({args.format}) into {dest} ...", flush=True)
     try:
@@ -134,7 +134,7 @@ def run_convert(args: argparse.Namespace) -> None:
 
 def run_inspect(args: argparse.Namespace) -> None:
     """Prints record and shard counts, sizes and the inferred feature spec."""
-    from components.tfrecord_inspect import format_spec, inspect_records
+    from tfrecord_pipelines.components.tfrecord_inspect import format_spec, inspect_records
 
     result = inspect_records(args.path)
     for file, (records, size) in result.files.items():

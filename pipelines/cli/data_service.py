@@ -1,4 +1,4 @@
-"""Starts a tf.data service server: ``python -m pipelines.cli.data_service dispatcher|worker``.
+"""A tf.data service server: ``python -m tfrecord_pipelines.cli.data_service dispatcher|worker``.
 
 TensorFlow's own servers (``tf.data.experimental.service.DispatchServer`` and
 ``WorkerServer``), started with the settings a Trainer fed by
@@ -35,9 +35,10 @@ DEFAULT_WORKER_TIMEOUT_S = 30.0
 DEFAULT_HEARTBEAT_S = 5.0
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command (also read by the docs site's CLI reference)."""
     parser = argparse.ArgumentParser(
-        prog="python -m pipelines.cli.data_service",
+        prog="python -m tfrecord_pipelines.cli.data_service",
         description="Run a tf.data service dispatcher or worker for the Trainer's input.",
     )
     servers = parser.add_subparsers(dest="server", required=True)
@@ -90,7 +91,7 @@ def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Parses argv, starts the server and serves until the process is stopped."""
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     _check(args, parser)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")

@@ -8,7 +8,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from pipelines.cli.task_arguments import (
+from tfrecord_pipelines.cli.task_arguments import (
     SCHEMAS_DIR,
     UsageError,
     add_no_cache_argument,
@@ -30,7 +30,7 @@ def add_parsers(commands) -> None:
     add_task_arguments(compile_)
     add_compile_arguments(compile_)
 
-    from pipelines.kubeflow import submit as submit_lib
+    from tfrecord_pipelines.kubeflow import submit as submit_lib
 
     submit = commands.add_parser(
         "submit", help="compile, then create a run on a Kubeflow Pipelines server"
@@ -126,8 +126,8 @@ def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _placements(args: argparse.Namespace, serving_dir: str) -> dict:
     """The Trainer's GPU node pool and volumes, and the Pusher's serving volume."""
-    from pipelines.definition.pipeline import PUSHER_ID, TRAINER_ID
-    from pipelines.kubeflow import platform_spec
+    from tfrecord_pipelines.definition.pipeline import PUSHER_ID, TRAINER_ID
+    from tfrecord_pipelines.kubeflow import platform_spec
 
     def given(values: list[str] | None, default: list[str]) -> list[str]:
         if values is None:
@@ -169,7 +169,7 @@ def run_compile(args: argparse.Namespace) -> str:
     if args.output and not args.output.endswith((".yaml", ".yml")):
         raise UsageError(f"--output {args.output} must end in .yaml or .yml.")
     config = _in_image_paths(config_from_args(args, serving_dir=args.serving_dir))
-    from pipelines.kubeflow.trainer_resources import TrainerResources
+    from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
 
     resources = TrainerResources(
         gpus=args.gpus,
@@ -177,7 +177,7 @@ def run_compile(args: argparse.Namespace) -> str:
         cpu=args.trainer_cpu,
         memory=args.trainer_memory,
     )
-    from pipelines.kubeflow import runner as kubeflow_runner
+    from tfrecord_pipelines.kubeflow import runner as kubeflow_runner
 
     placements = _placements(args, config.serving_dir)
     output = args.output or os.path.join("output", "kubeflow", f"{config.name}.yaml")
@@ -211,7 +211,7 @@ def run_compile(args: argparse.Namespace) -> str:
 
 def run_submit(args: argparse.Namespace) -> None:
     """Compiles (unless --package is given), then creates a run on a KFP server."""
-    from pipelines.kubeflow import submit
+    from tfrecord_pipelines.kubeflow import package, submit
 
     host = args.host or os.environ.get(submit.HOST_ENV)
     if not host:
@@ -223,7 +223,7 @@ def run_submit(args: argparse.Namespace) -> None:
     # None: the run uses its namespace's kfp-launcher defaultPipelineRoot (k8s/).
     pipeline_root = args.pipeline_root or os.environ.get(submit.PIPELINE_ROOT_ENV) or None
     if pipeline_root:
-        submit.check_pipeline_root(pipeline_root)
+        package.check_pipeline_root(pipeline_root)
     connection = submit.KfpConnection(
         host=host,
         namespace=args.namespace,

@@ -1,4 +1,4 @@
-"""``python -m pipelines run|compile|submit|convert|inspect|report``: the project's command line."""
+"""The project's command line: ``python -m tfrecord_pipelines`` (or ``tfrecord-pipelines``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import time
 import traceback
 import warnings
 
-from pipelines.cli import data_commands, kubeflow_commands, report_command
-from pipelines.cli.task_arguments import (
+from tfrecord_pipelines.cli import data_commands, kubeflow_commands, report_command
+from tfrecord_pipelines.cli.task_arguments import (
     DEFAULT_DATA,
     UsageError,
     add_no_cache_argument,
@@ -21,19 +21,20 @@ from pipelines.cli.task_arguments import (
     config_from_args,
     dataset_name,
 )
-from pipelines.local.disk_space import (
+from tfrecord_pipelines.local.disk_space import (
     DiskFull,
     check_disk_full,
     estimated_run_bytes,
     human,
     tree_bytes,
 )
-from pipelines.local.output_lock import OutputInUse
+from tfrecord_pipelines.local.output_lock import OutputInUse
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command (also read by the docs site's CLI reference)."""
     parser = argparse.ArgumentParser(
-        prog="python -m pipelines",
+        prog="python -m tfrecord_pipelines",
         description="Run the TFX pipeline locally or compile it for Kubeflow Pipelines v2.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -113,8 +114,8 @@ def _write_report(layout, run_id: str) -> str | None:
     except Exception as e:  # noqa: BLE001 - the run's outputs stand without their report
         print(
             f"warning: the run's report could not be written: {type(e).__name__}: {e} "
-            f"(python -m pipelines report --output {layout.output_dir} --name {layout.name} "
-            f"--run {run_id} --verbose tries again)",
+            f"(python -m tfrecord_pipelines report --output {layout.output_dir} "
+            f"--name {layout.name} --run {run_id} --verbose tries again)",
             file=sys.stderr,
             flush=True,
         )
@@ -143,7 +144,7 @@ def _print_summary(
             "by an interrupted execution"
         )
     if summary.input_stall is not None:
-        from components.trainer.input_stall import verdict
+        from tfrecord_pipelines.components.trainer.input_stall import verdict
 
         print(
             f"  input stall:   {100 * summary.input_stall:.1f}% of step time waiting for "
@@ -159,7 +160,7 @@ def _print_summary(
 
 def _space_needed(config) -> int | None:
     """About the bytes a first run on the config's data writes; None for remote data."""
-    from components import filesystem
+    from tfrecord_pipelines.components import filesystem
 
     source = config.source
     if filesystem.is_remote(source.root):
@@ -173,7 +174,11 @@ def _space_needed(config) -> int | None:
 
 def _check_data_service(address: str) -> None:
     """Fails in seconds, before any component runs, if the service cannot feed the Trainer."""
-    from components.trainer.data_service import DataService, DataServiceError, wait_for_workers
+    from tfrecord_pipelines.components.trainer.data_service import (
+        DataService,
+        DataServiceError,
+        wait_for_workers,
+    )
 
     service = DataService(address)
     try:
@@ -187,8 +192,8 @@ def _check_data_service(address: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> None:
-    from pipelines.local.layout import LocalLayout
-    from pipelines.local.output_lock import output_lock
+    from tfrecord_pipelines.local.layout import LocalLayout
+    from tfrecord_pipelines.local.output_lock import output_lock
 
     output = os.path.abspath(args.output)
     check_writable(output)
@@ -221,9 +226,9 @@ def _run(args: argparse.Namespace) -> None:
                 f"{' and '.join(config.module_file.functions)} replace(s) the built-in one(s)",
                 flush=True,
             )
-        from pipelines.local.run_record import open_store
-        from pipelines.local.runner import new_run_id, run_locally
-        from pipelines.report.run_summary import summarize_run
+        from tfrecord_pipelines.local.run_record import open_store
+        from tfrecord_pipelines.local.runner import new_run_id, run_locally
+        from tfrecord_pipelines.report.run_summary import summarize_run
 
         started = time.monotonic()
         run_id = new_run_id()
@@ -251,7 +256,7 @@ def _run(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs the CLI; returns the exit status."""
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     _configure_logging(args.verbose)
     try:

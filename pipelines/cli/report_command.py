@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from pipelines.cli.task_arguments import UsageError
-from pipelines.local.layout import LocalLayout
+from tfrecord_pipelines.cli.task_arguments import UsageError
+from tfrecord_pipelines.local.layout import LocalLayout
 
 LATEST = "latest"
 _RUNS_LISTED = 5
@@ -36,7 +36,9 @@ def _pipeline_name(output: str, name: str | None) -> str:
     metadata = os.path.join(output, "metadata")
     names = sorted(os.listdir(metadata)) if os.path.isdir(metadata) else []
     if not names:
-        raise UsageError(f"No pipeline runs under {output}: run `python -m pipelines run` first.")
+        raise UsageError(
+            f"No pipeline runs under {output}: run `python -m tfrecord_pipelines run` first."
+        )
     if name is None:
         if len(names) > 1:
             raise UsageError(
@@ -49,7 +51,7 @@ def _pipeline_name(output: str, name: str | None) -> str:
 
 
 def _run_id(store, requested: str) -> str:
-    from pipelines.local.run_record import PIPELINE_RUN_CONTEXT
+    from tfrecord_pipelines.local.run_record import PIPELINE_RUN_CONTEXT
 
     runs = sorted(
         store.get_contexts_by_type(PIPELINE_RUN_CONTEXT), key=lambda c: c.create_time_since_epoch
@@ -66,9 +68,9 @@ def _run_id(store, requested: str) -> str:
 
 def write_run_report(layout: LocalLayout, run_id: str, store=None) -> str:
     """Writes the report of run ``run_id`` under ``<output>/reports/``; returns its path."""
-    from pipelines.local.run_record import open_store
-    from pipelines.report.render import report_path, write_report
-    from pipelines.report.run_report import build_run_report
+    from tfrecord_pipelines.local.run_record import open_store
+    from tfrecord_pipelines.report.render import report_path, write_report
+    from tfrecord_pipelines.report.run_report import build_run_report
 
     store = store or open_store(layout.metadata_path)
     report = build_run_report(store, layout.name, run_id)
@@ -81,7 +83,7 @@ def run_report(args: argparse.Namespace) -> None:
     layout = LocalLayout(output_dir=output, name=_pipeline_name(output, args.name))
     if not os.path.isfile(layout.metadata_path):
         raise UsageError(f"No metadata store at {layout.metadata_path}.")
-    from pipelines.local.run_record import open_store
+    from tfrecord_pipelines.local.run_record import open_store
 
     store = open_store(layout.metadata_path)
     run_id = _run_id(store, args.run)

@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from components.shard_compression import parse_compression
+from tfrecord_pipelines.components.shard_compression import parse_compression
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = _REPO_ROOT / "data" / "penguins"
@@ -100,7 +100,7 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
         "--data-service",
         metavar="HOST:PORT",
         help="tf.data service dispatcher whose workers read, parse and decode the training "
-        "input (python -m pipelines.cli.data_service; k8s/components/data-service)",
+        "input (python -m tfrecord_pipelines.cli.data_service; k8s/components/data-service)",
     )
     parser.add_argument(
         "--readers",
@@ -170,7 +170,7 @@ def _resolve_schema(args: argparse.Namespace, dataset: str) -> str | None:
 
 
 def _source(args: argparse.Namespace):
-    from components import data_source
+    from tfrecord_pipelines.components import data_source
 
     data_root = args.data or str(DEFAULT_DATA)
     if "://" not in data_root:
@@ -182,8 +182,8 @@ def _source(args: argparse.Namespace):
 
 
 def _task(args: argparse.Namespace, source):
-    from components import data_source, image_folder
-    from components.task import Task
+    from tfrecord_pipelines.components import data_source, image_folder
+    from tfrecord_pipelines.components.task import Task
 
     inputs = tuple(f.strip() for f in args.inputs.split(",") if f.strip()) if args.inputs else None
     if not source.is_images:
@@ -247,9 +247,13 @@ def _image_settings(args: argparse.Namespace, is_images: bool) -> dict:
 
 def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
     """Validates the task arguments and returns a PipelineConfig."""
-    from components.trainer.options import CACHE_MODES, TrainingOptions
-    from pipelines.definition.config import EvaluationThresholds, IngestOptions, PipelineConfig
-    from pipelines.definition.schema_file import check_schema
+    from tfrecord_pipelines.components.trainer.options import CACHE_MODES, TrainingOptions
+    from tfrecord_pipelines.definition.config import (
+        EvaluationThresholds,
+        IngestOptions,
+        PipelineConfig,
+    )
+    from tfrecord_pipelines.definition.schema_file import check_schema
 
     source = _source(args)
     task = _task(args, source)
@@ -265,13 +269,13 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
     if schema_path:
         check_schema(schema_path, task.label, task.inputs or ())
     if not source.is_images:
-        from components.label_values import check_label_serves
+        from tfrecord_pipelines.components.label_values import check_label_serves
 
         # Reads the label column: after the checks that read a header or a schema only.
         check_label_serves(source, task.label, task.problem)
     module_file = None
     if args.module_file:
-        from pipelines.definition.module_file import load_module_file
+        from tfrecord_pipelines.definition.module_file import load_module_file
 
         path = args.module_file
         module_file = load_module_file(path if "://" in path else os.path.abspath(path))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from components.data_source import DataSource, check_encoding
-from components.shard_compression import parse_compression
-from components.task import Task
-from components.trainer.options import TrainingOptions
-from pipelines.definition.module_file import ModuleFile
+from tfrecord_pipelines.components.data_source import DataSource, check_encoding
+from tfrecord_pipelines.components.shard_compression import parse_compression
+from tfrecord_pipelines.components.task import Task
+from tfrecord_pipelines.components.trainer.options import TrainingOptions
+from tfrecord_pipelines.definition.module_file import ModuleFile
 
 _NAME_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import tensorflow_model_analysis as tfma
 
-from components.task import Task, transformed_name
-from components.trainer.signatures import SERVING_SIGNATURE, TRANSFORM_SIGNATURE
-from pipelines.definition.config import EvaluationThresholds
+from tfrecord_pipelines.components.task import Task, transformed_name
+from tfrecord_pipelines.components.trainer.signatures import SERVING_SIGNATURE, TRANSFORM_SIGNATURE
+from tfrecord_pipelines.definition.config import EvaluationThresholds
 
 _NO_WORSE_THAN_BASELINE = 1e-10
 

@@ -25,18 +25,18 @@ from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
 from tfx.dsl.components.base import executor_spec
 
-from components import code_version
-from components.curated_schema import CuratedSchemaGen
-from components.example_gen import ShardedExampleGen
-from components.example_gen.shard_plan import ShardingOptions
-from components.pusher import executor as pusher_executor
-from pipelines.definition.baseline_model import baseline_model_resolver
-from pipelines.definition.config import PipelineConfig
-from pipelines.definition.evaluation import make_eval_config
-from pipelines.definition.module_file import PREPROCESSING_FN, RUN_FN
+from tfrecord_pipelines.components import code_version
+from tfrecord_pipelines.components.curated_schema import CuratedSchemaGen
+from tfrecord_pipelines.components.example_gen import ShardedExampleGen
+from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
+from tfrecord_pipelines.components.pusher import executor as pusher_executor
+from tfrecord_pipelines.definition.baseline_model import baseline_model_resolver
+from tfrecord_pipelines.definition.config import PipelineConfig
+from tfrecord_pipelines.definition.evaluation import make_eval_config
+from tfrecord_pipelines.definition.module_file import PREPROCESSING_FN, RUN_FN
 
-BUILT_IN_PREPROCESSING_FN = "components.transform.preprocessing.preprocessing_fn"
-BUILT_IN_RUN_FN = "components.trainer.run.run_fn"
+BUILT_IN_PREPROCESSING_FN = "tfrecord_pipelines.components.transform.preprocessing.preprocessing_fn"
+BUILT_IN_RUN_FN = "tfrecord_pipelines.components.trainer.run.run_fn"
 SCHEMA_IMPORT_ID = "ImportSchemaGen"
 EXAMPLE_GEN_ID = "ShardedExampleGen"
 TRANSFORM_ID = "Transform"
@@ -80,7 +80,7 @@ def create_pipeline(
         parameters and code are the same (TFX's caching through ML Metadata).
       publish_after_metadata: the Pusher leaves the model staged for the
         orchestrator to move into the serving folder once the push is
-        recorded (local runs: ``pipelines.local.staged_models``); otherwise it
+        recorded (local runs: ``tfrecord_pipelines.local.staged_models``); otherwise it
         moves the model into place itself when the copy is complete.
       metadata_connection_config: the ML Metadata store (local runs); None
         leaves it to the orchestrator.

@@ -1,6 +1,6 @@
 """Container entry point for TFX executors on Kubeflow Pipelines v2 open source.
 
-``python -m pipelines.kubeflow.kfp_executor`` takes the arguments of TFX's own entry
+``python -m tfrecord_pipelines.kubeflow.kfp_executor`` takes the arguments of TFX's own entry
 point (``tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor``):
 ``--executor_class_path``, ``--json_serialized_invocation_args`` (the
 ExecutorInput JSON that KFP substitutes for ``{{$}}``),
@@ -164,7 +164,7 @@ def restore_remote_uris(
 
 def project_artifact_class_paths() -> dict[str, str]:
     """Schema title -> class path of this project's custom artifact types."""
-    from components.example_gen.component import Quarantine
+    from tfrecord_pipelines.components.example_gen.component import Quarantine
 
     return {Quarantine.TYPE_NAME: f"{Quarantine.__module__}.{Quarantine.__qualname__}"}
 
@@ -225,7 +225,9 @@ def _parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     """Parses TFX's entry point flags; the rest are Beam flags. argv[0] is the program."""
     from absl.flags import argparse_flags
 
-    parser = argparse_flags.ArgumentParser(prog="python -m pipelines.kubeflow.kfp_executor")
+    parser = argparse_flags.ArgumentParser(
+        prog="python -m tfrecord_pipelines.kubeflow.kfp_executor"
+    )
     parser.add_argument("--executor_class_path", required=True)
     parser.add_argument("--json_serialized_invocation_args", required=True)
     parser.add_argument("--json_serialized_inputs_spec_args")

@@ -10,17 +10,17 @@ import yaml
 from tfx import v1 as tfx
 from tfx.dsl.io import fileio
 
-from pipelines.definition.config import PipelineConfig
-from pipelines.definition.pipeline import TRAINER_ID, create_pipeline
-from pipelines.kubeflow.platform_spec import TaskPlacement, checked_document
-from pipelines.kubeflow.trainer_resources import TrainerResources
+from tfrecord_pipelines.definition.config import PipelineConfig
+from tfrecord_pipelines.definition.pipeline import TRAINER_ID, create_pipeline
+from tfrecord_pipelines.kubeflow.platform_spec import TaskPlacement, checked_document
+from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
 
 # The images the components run in (docker/Dockerfile's cpu and gpu targets).
 DEFAULT_IMAGE = "ghcr.io/tfrecord-pipelines/tfrecord-pipelines:0.1.0"
 DEFAULT_TRAINER_IMAGE = "ghcr.io/tfrecord-pipelines/tfrecord-pipelines:0.1.0-gpu"
 # Every executor starts through the project's entry point, which repairs what
 # KFP's open-source driver leaves out of the executor input before handing it to TFX.
-EXECUTOR_COMMAND = ["python", "-m", "pipelines.kubeflow.kfp_executor"]
+EXECUTOR_COMMAND = ["python", "-m", "tfrecord_pipelines.kubeflow.kfp_executor"]
 # TFX's key for the image of components not named in a per-component image map.
 _DEFAULT_IMAGE_KEY = "default_image_path"
 # The YAML carries no pipeline root: KFP takes it when the run is created.

@@ -14,7 +14,7 @@ import shutil
 
 from ml_metadata.proto import metadata_store_pb2
 
-from pipelines.local.run_record import node_ids_by_execution
+from tfrecord_pipelines.local.run_record import node_ids_by_execution
 
 _UNFINISHED = (metadata_store_pb2.Execution.NEW, metadata_store_pb2.Execution.RUNNING)
 # TFX's layout under a node's folder (tfx.orchestration.portable.outputs_utils).

@@ -59,7 +59,7 @@ def output_lock(output_dir: str) -> Iterator[None]:
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "command": " ".join(["python -m pipelines", *sys.argv[1:]]),
+            "command": " ".join(["python -m tfrecord_pipelines", *sys.argv[1:]]),
         }
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(holder).encode(), 0)

@@ -12,12 +12,15 @@ from tfx import v1 as tfx
 from tfx.dsl.compiler import constants as compiler_constants
 from tfx.orchestration.portable import runtime_parameter_utils
 
-from pipelines.definition.config import PipelineConfig
-from pipelines.definition.pipeline import PUSHER_ID, create_pipeline
-from pipelines.local.interrupted_runs import InterruptedExecution, cancel_interrupted_executions
-from pipelines.local.layout import LocalLayout
-from pipelines.local.run_record import open_store
-from pipelines.local.staged_models import settle_staged_models
+from tfrecord_pipelines.definition.config import PipelineConfig
+from tfrecord_pipelines.definition.pipeline import PUSHER_ID, create_pipeline
+from tfrecord_pipelines.local.interrupted_runs import (
+    InterruptedExecution,
+    cancel_interrupted_executions,
+)
+from tfrecord_pipelines.local.layout import LocalLayout
+from tfrecord_pipelines.local.run_record import open_store
+from tfrecord_pipelines.local.staged_models import settle_staged_models
 
 # One process. The DirectRunner's multi_processing mode (a worker per core)
 # lost 17-26% of the records of a 1 GB conversion here (Beam 2.62), silently
@@ -107,7 +110,7 @@ def run_locally(
 ) -> str:
     """Runs the pipeline end to end with LocalDagRunner; returns the run id.
 
-    Call it under the output folder's lock (``pipelines.local.output_lock``): it
+    Call it under the output folder's lock (``tfrecord_pipelines.local.output_lock``): it
     first puts right what an interrupted run left (``recover``), and after
     the run moves the pushed model into the serving folder once ML Metadata
     records the push.

@@ -1,6 +1,6 @@
 """Publishes staged pushes once ML Metadata records them; discards the others.
 
-The Pusher (``components.pusher.executor``, in local runs) leaves a blessed
+The Pusher (``tfrecord_pipelines.components.pusher.executor``, in local runs) leaves a blessed
 model in ``<serving dir>/.staged-<version>``. Only after its execution is
 recorded as complete does the model move to ``<serving dir>/<version>``,
 where model servers look: a run that fails before that, a full disk while
@@ -14,8 +14,8 @@ import shutil
 
 from ml_metadata.proto import metadata_store_pb2
 
-from components.pusher.executor import STAGED_PATH_PROPERTY, STAGED_PREFIX
-from pipelines.local.run_record import node_ids_by_execution
+from tfrecord_pipelines.components.pusher.executor import STAGED_PATH_PROPERTY, STAGED_PREFIX
+from tfrecord_pipelines.local.run_record import node_ids_by_execution
 
 _DONE = (metadata_store_pb2.Execution.COMPLETE, metadata_store_pb2.Execution.CACHED)
 

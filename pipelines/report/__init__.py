@@ -1,6 +1,6 @@
 """The run report: one self-contained HTML page per pipeline run.
 
-``python -m pipelines report`` (and ``run``, when it finishes) reads a run's
+``python -m tfrecord_pipelines report`` (and ``run``, when it finishes) reads a run's
 executions from ML Metadata and its artifacts (statistics, anomalies, schema,
 the shard plan, the quarantine, the Trainer's TensorBoard logs and input
 stall, TFMA's evaluation) and writes them as one HTML file: inline CSS, charts

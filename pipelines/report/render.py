@@ -8,8 +8,8 @@ import re
 
 import jinja2
 
-from components.trainer.input_stall import INPUT_BOUND_SHARE
-from pipelines.report.run_report import RunReport
+from tfrecord_pipelines.components.trainer.input_stall import INPUT_BOUND_SHARE
+from tfrecord_pipelines.report.run_report import RunReport
 
 REPORTS_DIR = "reports"
 
@@ -24,7 +24,7 @@ def report_path(output_dir: str, pipeline: str, run_id: str) -> str:
 def render(report: RunReport) -> str:
     """The report as one self-contained HTML page."""
     environment = jinja2.Environment(
-        loader=jinja2.PackageLoader("pipelines.report", "templates"),
+        loader=jinja2.PackageLoader("tfrecord_pipelines.report", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

@@ -16,15 +16,27 @@ import os
 from ml_metadata.proto import metadata_store_pb2
 from tfx.types import standard_component_specs as specs
 
-from components import filesystem
-from components.data_source import IMAGES
-from components.example_gen.keys import QUARANTINE_KEY, SHARD_PLAN_FILE, SOURCE_FORMAT_KEY
-from components.example_gen.quarantine import QuarantineSummary, summarize_quarantine
-from pipelines.definition.pipeline import EVALUATOR_ID, EXAMPLE_GEN_ID, PUSHER_ID, TRAINER_ID
-from pipelines.local.run_record import NODE_CONTEXT, NodeExecution, read_run
-from pipelines.report import statistics, thumbnails
-from pipelines.report.evaluation import EvaluationView, read_evaluation
-from pipelines.report.training import TrainingView, read_training
+from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.data_source import IMAGES
+from tfrecord_pipelines.components.example_gen.keys import (
+    QUARANTINE_KEY,
+    SHARD_PLAN_FILE,
+    SOURCE_FORMAT_KEY,
+)
+from tfrecord_pipelines.components.example_gen.quarantine import (
+    QuarantineSummary,
+    summarize_quarantine,
+)
+from tfrecord_pipelines.definition.pipeline import (
+    EVALUATOR_ID,
+    EXAMPLE_GEN_ID,
+    PUSHER_ID,
+    TRAINER_ID,
+)
+from tfrecord_pipelines.local.run_record import NODE_CONTEXT, NodeExecution, read_run
+from tfrecord_pipelines.report import statistics, thumbnails
+from tfrecord_pipelines.report.evaluation import EvaluationView, read_evaluation
+from tfrecord_pipelines.report.training import TrainingView, read_training
 
 QUARANTINE_ROWS_SHOWN = 10
 _THUMBNAIL_SPLIT = "eval"

@@ -6,12 +6,17 @@ import dataclasses
 
 import tensorflow_model_analysis as tfma
 
-from components.trainer.input_stall import last_epoch_share
-from components.trainer.resume import resumed_steps
-from pipelines.definition.baseline_model import BASELINE_RESOLVER
-from pipelines.definition.pipeline import EVALUATOR_ID, EXAMPLE_GEN_ID, PUSHER_ID, TRAINER_ID
-from pipelines.local.run_record import NodeExecution, read_run
-from pipelines.report.evaluation import overall_metric_values
+from tfrecord_pipelines.components.trainer.input_stall import last_epoch_share
+from tfrecord_pipelines.components.trainer.resume import resumed_steps
+from tfrecord_pipelines.definition.baseline_model import BASELINE_RESOLVER
+from tfrecord_pipelines.definition.pipeline import (
+    EVALUATOR_ID,
+    EXAMPLE_GEN_ID,
+    PUSHER_ID,
+    TRAINER_ID,
+)
+from tfrecord_pipelines.local.run_record import NodeExecution, read_run
+from tfrecord_pipelines.report.evaluation import overall_metric_values
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,9 +15,14 @@ import os
 from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.util import tensor_util
 
-from components import filesystem
-from components.trainer.input_stall import INPUT_BOUND_SHARE, METRIC_NAME, REPORT_FILE, advice
-from pipelines.report import charts
+from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.trainer.input_stall import (
+    INPUT_BOUND_SHARE,
+    METRIC_NAME,
+    REPORT_FILE,
+    advice,
+)
+from tfrecord_pipelines.report import charts
 
 _EPOCH_PREFIX = "epoch_"
 _LOG_FOLDERS = ("train", "validation")

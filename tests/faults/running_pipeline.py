@@ -1,4 +1,4 @@
-"""Drives ``python -m pipelines run`` as separate processes: start, watch, kill, inspect."""
+"""Drives ``python -m tfrecord_pipelines run`` as processes: start, watch, kill, inspect."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ FAST = ("--train-steps", "200", "--min-accuracy", "0")
 
 
 def start_run(*args: str) -> subprocess.Popen:
-    """Starts ``python -m pipelines run ARGS`` in its own process group, output to a file."""
+    """Starts ``python -m tfrecord_pipelines run ARGS`` (own process group, output to a file)."""
     log = open(os.path.join(_log_dir(args), f"run-{time.monotonic_ns()}.log"), "w+")  # noqa: SIM115
     process = subprocess.Popen(
-        [sys.executable, "-m", "pipelines", "run", *args],
+        [sys.executable, "-m", "tfrecord_pipelines", "run", *args],
         cwd=REPO_ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -75,7 +75,7 @@ def finish(process: subprocess.Popen, limit_s: float = 1200) -> tuple[int, str]:
 
 
 def run(*args: str) -> tuple[int, str]:
-    """Runs ``python -m pipelines run ARGS`` to the end."""
+    """Runs ``python -m tfrecord_pipelines run ARGS`` to the end."""
     return finish(start_run(*args))
 
 
@@ -99,7 +99,7 @@ def node_outputs_exist(output: Path, node: str, key: str) -> Callable[[], bool]:
 
 def executions_by_node(output: Path, name: str = PENGUINS) -> dict[str, list]:
     """Every execution in the pipeline's ML Metadata store, by node id, oldest first."""
-    from pipelines.local.run_record import node_ids_by_execution, open_store
+    from tfrecord_pipelines.local.run_record import node_ids_by_execution, open_store
 
     store = open_store(str(output / "metadata" / name / "metadata.db"))
     node_ids = node_ids_by_execution(store, name)
@@ -111,7 +111,7 @@ def executions_by_node(output: Path, name: str = PENGUINS) -> dict[str, list]:
 
 def run_states(output: Path, result_text: str, name: str = PENGUINS) -> dict[str, str]:
     """The state of each node's execution in the run that printed ``result_text``."""
-    from pipelines.local.run_record import open_store, read_run
+    from tfrecord_pipelines.local.run_record import open_store, read_run
 
     store = open_store(str(output / "metadata" / name / "metadata.db"))
     return {node: e.state for node, e in read_run(store, name, printed_run_id(result_text)).items()}

@@ -42,7 +42,7 @@ def _fails_before_tensorflow(argv: list[str]) -> tuple[str, str]:
     """Runs the CLI in a fresh interpreter; returns its stdout and stderr."""
     probe = (
         "import sys\n"
-        "from pipelines.cli.main import main\n"
+        "from tfrecord_pipelines.cli.main import main\n"
         f"status = main({argv!r})\n"
         "print(status, 'tensorflow' in sys.modules, 'tfx' in sys.modules)\n"
     )

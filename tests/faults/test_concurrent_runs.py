@@ -27,8 +27,8 @@ def test_second_run_on_the_same_output_stops_at_once_naming_the_first(tmp_path):
     assert text.strip().splitlines() == [
         f"error: {output} is in use by another run (process {first.pid} on "
         f"{lock_holder(output)['host']}, started {lock_holder(output)['started']}: "
-        f"python -m pipelines run {' '.join(args)}); wait for it to finish or pass another "
-        "--output."
+        f"python -m tfrecord_pipelines run {' '.join(args)}); wait for it to finish or pass "
+        "another --output."
     ]
     status, text = finish(first)
     assert status == 0, text[-3000:]

@@ -41,7 +41,7 @@ UPSTREAM = {
 
 def _input_uris(output: Path) -> set[str]:
     """The URI of every artifact any execution in the store took as an input."""
-    from pipelines.local.run_record import open_store
+    from tfrecord_pipelines.local.run_record import open_store
 
     store = open_store(str(output / "metadata" / PENGUINS / "metadata.db"))
     executions = store.get_executions()

@@ -13,8 +13,8 @@ from ml_metadata.proto import metadata_store_pb2
 
 from conftest import REPO_ROOT, run_cli
 from example_data import write_csv
-from pipelines.local.disk_space import tree_bytes
 from running_pipeline import FAST, PENGUINS, executions_by_node, run, run_states
+from tfrecord_pipelines.local.disk_space import tree_bytes
 
 pytestmark = pytest.mark.faults
 
