@@ -171,3 +171,9 @@ def test_split_ratios_and_key_column(tmp_path):
     assert not users["train"] & users["eval"] and not users["train"] & users["test"]
     assert sum(len(u) for u in users.values()) == 50
 
+
+def test_a_readme_beside_the_csv_files_is_not_read_as_data(tmp_path):
+    source = write_csv(tmp_path / "source", 600, bad_rows=())
+    (source / "README.md").write_text("# About this data\nNot a CSV row.\n")
+    report = _convert(source, tmp_path / "out")
+    assert (report["records_written"], report["quarantined"]) == (600, 0)

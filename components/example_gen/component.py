@@ -17,6 +17,7 @@ from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 
 from tfrecord_pipelines.components.data_source import FORMATS as SOURCE_FORMATS
+from tfrecord_pipelines.components.data_source import DataSource
 from tfrecord_pipelines.components.example_gen.executor import Executor
 from tfrecord_pipelines.components.example_gen.keys import (
     BLOCK_BYTES_KEY,
@@ -47,6 +48,18 @@ class Quarantine(types.Artifact):
 
     # "<namespace>.<Name>": the form KFP v2 needs for custom artifact types.
     TYPE_NAME = "tfrecord_pipelines.Quarantine"
+
+
+def default_input_config(input_base: str, source_format: str) -> example_gen_pb2.Input:
+    """The format's files in ``input_base``, one input split (hashed into train and eval).
+
+    ``*.csv``, ``*.parquet``, or the image folder's layout: a README or a
+    labels file beside the data is not read as data.
+    """
+    pattern = DataSource(root=input_base, format=source_format).file_pattern
+    return example_gen_pb2.Input(
+        splits=[example_gen_pb2.Input.Split(name="single_split", pattern=pattern)]
+    )
 
 
 class ShardedExampleGenSpec(standard_component_specs.FileBasedExampleGenSpec):
@@ -116,7 +129,9 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
           label_key: tabular: a column every row must fill (rows without it are
             quarantined); images: the label feature's name (default ``label``).
           schema: CSV: a Schema channel giving column types (else inferred).
-          input_config: which files to read (default: all files in input_base).
+          input_config: which files to read (default: the format's files in
+            input_base, ``*.csv``, ``*.parquet`` or the image folder's layout,
+            so a README beside the data is not read as data).
           output_config: the splits (default: train and eval, 2:1 by hash;
             ``split_config.partition_feature_name`` splits on a key column).
           code_version: the converter code's version
@@ -141,7 +156,7 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             block_bytes=block_bytes or DEFAULT_BLOCK_BYTES, encoding=encoding or DEFAULT_ENCODING
         )  # checks both before the pipeline runs
         sharding = sharding or ShardingOptions()
-        input_config = input_config or utils.make_default_input_config()
+        input_config = input_config or default_input_config(input_base, source_format)
         output_config = output_config or utils.make_default_output_config(input_config)
         spec = ShardedExampleGenSpec(
             input_base=input_base,

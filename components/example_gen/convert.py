@@ -15,7 +15,7 @@ from tfx.types import standard_artifacts
 from tfx.utils import proto_utils
 
 from tfrecord_pipelines.components.example_gen import keys
-from tfrecord_pipelines.components.example_gen.component import Quarantine
+from tfrecord_pipelines.components.example_gen.component import Quarantine, default_input_config
 from tfrecord_pipelines.components.example_gen.destination import fresh_destination
 from tfrecord_pipelines.components.example_gen.executor import Executor
 from tfrecord_pipelines.components.example_gen.keys import SHARD_PLAN_FILE
@@ -57,7 +57,7 @@ def convert(
       ValueError: on bad input or settings (missing or empty source, too much
         quarantined input, a destination in use, ...); dest is left as it was.
     """
-    input_config = utils.make_default_input_config()
+    input_config = default_input_config(source, source_format)
     output_config = utils.make_default_output_config(input_config)
     if splits:
         del output_config.split_config.splits[:]

@@ -103,9 +103,6 @@ def create_pipeline(
         sharding=ShardingOptions(num_readers=config.ingest.num_readers),
         compression=config.ingest.compression_for(source),
         encoding=config.ingest.encoding,
-        input_config=tfx.proto.Input(
-            splits=[tfx.proto.Input.Split(name="single_split", pattern=source.file_pattern)]
-        ),
         label_key=config.task.label,
         # A curated schema types the CSV columns; otherwise they are inferred.
         schema=curated_schema.outputs["schema"] if curated_schema else None,

@@ -1,0 +1,1 @@
+"""A user's own ``components`` package."""

@@ -1,0 +1,1 @@
+"""A user's own ``pipelines`` package, as KFP projects often have one."""

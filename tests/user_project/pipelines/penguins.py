@@ -1,0 +1,44 @@
+"""A user's own TFX pipeline that reuses ShardedExampleGen and make_dataset.
+
+    python -m pipelines.penguins DATA_DIR PIPELINE_ROOT
+
+The data is converted by tfrecord-pipelines' ShardedExampleGen; TFX's own
+StatisticsGen and SchemaGen describe it; TFX's Trainer runs this project's
+``components.reader.run_fn``, which reads the shards with ``make_dataset``.
+"""
+
+import os
+import sys
+
+from tfx import v1 as tfx
+
+from tfrecord_pipelines.components.example_gen import ShardedExampleGen
+from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
+
+
+def create_pipeline(data_dir: str, pipeline_root: str) -> tfx.dsl.Pipeline:
+    """ShardedExampleGen -> StatisticsGen -> SchemaGen -> Trainer (the user's run_fn)."""
+    example_gen = ShardedExampleGen(
+        input_base=data_dir, label_key="species", sharding=ShardingOptions(num_readers=4)
+    )
+    statistics = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
+    schema = tfx.components.SchemaGen(statistics=statistics.outputs["statistics"])
+    trainer = tfx.components.Trainer(
+        run_fn="components.reader.run_fn",
+        examples=example_gen.outputs["examples"],
+        schema=schema.outputs["schema"],
+        train_args=tfx.proto.TrainArgs(num_steps=1),
+        eval_args=tfx.proto.EvalArgs(num_steps=1),
+    )
+    return tfx.dsl.Pipeline(
+        pipeline_name="user-penguins",
+        pipeline_root=pipeline_root,
+        components=[example_gen, statistics, schema, trainer],
+        metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
+            os.path.join(pipeline_root, "metadata.db")
+        ),
+    )
+
+
+if __name__ == "__main__":
+    tfx.orchestration.LocalDagRunner().run(create_pipeline(sys.argv[1], sys.argv[2]))
