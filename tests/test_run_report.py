@@ -114,13 +114,18 @@ def test_report_shows_the_artifacts_counts(penguins_with_problems, chromium_endp
 
 
 def test_report_lists_every_component_with_its_state(penguins_with_problems):
-    _, report = penguins_with_problems
+    root, report = penguins_with_problems
     html = report.read_text()
     for component in PIPELINE_COMPONENTS:
         assert re.search(rf"<td>{component}</td><td class=\"state-complete\">ran</td>", html)
     # The verdict on the input and what to do about it, with the stall chart.
     assert re.search(r'id="verdict"><b class="\w+">(Input|Compute)-bound</b>', html)
     assert 'data-metric="input_stall"' in html and 'data-metric="loss"' in html
+    # One bar per shard file in the shard-size chart.
+    examples = _only(root / "ShardedExampleGen" / "examples")
+    plan = json.loads((examples / "shard_plan.json").read_text())
+    shards = sum(len(split["shards"]) for split in plan["splits"].values())
+    assert len(re.findall(r'id="shard-(?:train|eval)-\d+"', html)) == shards > 0
 
 
 def test_a_second_model_is_shown_against_the_first(penguins_with_problems):

@@ -123,3 +123,34 @@ def per_epoch(
     axes.xaxis.get_major_locator().set_params(integer=True)
     _legend(axes)
     return _svg(figure)
+
+
+@_styled
+def shard_sizes(bytes_by_split: dict[str, list[int]], target_bytes: int) -> str:
+    """One bar per shard file, split after split, against the planned shard size.
+
+    Args:
+      bytes_by_split: each split's shard sizes on disk, in shard order.
+      target_bytes: the plan's target per shard; drawn only where it is within
+        twice the largest shard (small data never reaches a 128 MiB target).
+    """
+    figure = _figure(4.6, 1.8)
+    (axes,) = figure.axes
+    largest = max((max(sizes) for sizes in bytes_by_split.values() if sizes), default=0)
+    unit, scale = ("MiB", 1024 * 1024) if largest >= 1024 * 1024 else ("KiB", 1024)
+    start = 0
+    for i, (split, sizes) in enumerate(bytes_by_split.items()):
+        positions = range(start, start + len(sizes))
+        bars = axes.bar(positions, [b / scale for b in sizes], 0.8, label=split, color=colour_of(i))
+        for number, bar in enumerate(bars):
+            bar.set_gid(f"shard-{split}-{number}")  # an id in the SVG: one per shard file
+        start += len(sizes) + 1
+    if target_bytes <= 2 * largest:
+        axes.axhline(
+            target_bytes / scale, color="#d62728", linestyle="--", linewidth=1, label="target"
+        )
+    axes.set_xticks([])
+    axes.set_xlabel("shard files")
+    axes.set_ylabel(unit)
+    _legend(axes)
+    return _svg(figure)

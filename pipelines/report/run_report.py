@@ -34,7 +34,7 @@ from tfrecord_pipelines.definition.pipeline import (
     TRAINER_ID,
 )
 from tfrecord_pipelines.local.run_record import NODE_CONTEXT, NodeExecution, read_run
-from tfrecord_pipelines.report import statistics, thumbnails
+from tfrecord_pipelines.report import charts, statistics, thumbnails
 from tfrecord_pipelines.report.evaluation import EvaluationView, read_evaluation
 from tfrecord_pipelines.report.training import TrainingView, read_training
 
@@ -69,6 +69,7 @@ class RunReport:
       run_id: the run (its ML Metadata ``pipeline_run`` context).
       components: every component of the pipeline, in execution order.
       shard_plan: ShardedExampleGen's ``shard_plan.json`` (splits, shards, sizes).
+      shard_chart: each shard's size against the target, as inline SVG.
       examples_uri: the examples artifact's folder.
       quarantine: what ExampleGen could not convert, with the first records.
       quarantine_uri: the quarantine's folder.
@@ -89,6 +90,7 @@ class RunReport:
     run_id: str
     components: list[ComponentRow]
     shard_plan: dict | None = None
+    shard_chart: str | None = None
     examples_uri: str | None = None
     quarantine: QuarantineSummary | None = None
     quarantine_uri: str | None = None
@@ -187,7 +189,14 @@ def build_run_report(store, pipeline_name: str, run_id: str) -> RunReport:
     examples = _output(run, specs.EXAMPLES_KEY, EXAMPLE_GEN_ID)
     if examples is not None:
         fields["examples_uri"] = examples.uri
-        fields["shard_plan"] = _read_json(os.path.join(examples.uri, SHARD_PLAN_FILE))
+        plan = _read_json(os.path.join(examples.uri, SHARD_PLAN_FILE))
+        fields["shard_plan"] = plan
+        if plan:
+            sizes = {
+                name: [shard["bytes"] for shard in split["shards"]]
+                for name, split in plan["splits"].items()
+            }
+            fields["shard_chart"] = charts.shard_sizes(sizes, plan["target_shard_bytes"])
         if _is_images(run):
             split_uri = os.path.join(examples.uri, f"Split-{_THUMBNAIL_SPLIT}")
             if filesystem.isdir(split_uri):
