@@ -5,7 +5,6 @@ the nav, or a snippet that does not resolve; the command-line reference is
 written from the argument parsers during that build.
 """
 
-import argparse
 import os
 import re
 import subprocess
@@ -18,13 +17,6 @@ from conftest import REPO_ROOT
 from tfrecord_pipelines.cli import data_service, main
 
 README_MAX_LINES = 250
-
-
-def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    return {}
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +50,7 @@ def test_the_cli_reference_holds_every_command_and_option(site):
     page = (site / "reference" / "cli" / "index.html").read_text()
     assert "cli-reference" not in page
     for parser in (main.build_parser(), data_service.build_parser()):
-        for name, command in _commands(parser).items():
+        for name, command in main.sub_commands(parser).items():
             assert f"<code>{name}</code>" in page, name
             for action in command._actions:
                 for option in action.option_strings:

@@ -55,7 +55,7 @@ def fresh_python(wheel, tmp_path_factory) -> Path:
     requirements = root / "requirements.txt"
     uv = _uv()
     _run(
-        uv, "export", "--frozen", "--no-dev", "--no-group", "docs", "--no-emit-project",
+        uv, "export", "--frozen", "--no-dev", "--no-emit-project",
         "--no-hashes", "--quiet", "--output-file", str(requirements), cwd=REPO_ROOT,
     )
     venv = root / "venv"

@@ -51,18 +51,10 @@ def cli_reference() -> str:
 
 def _program(parser: argparse.ArgumentParser, summary: str) -> list[str]:
     lines = [f"## `{parser.prog}`", "", summary, "", *_help(parser)]
-    for name, command in _commands(parser).items():
+    for name, command in main.sub_commands(parser).items():
         lines += [f"### `{name}`", "", *_help(command)]
     return lines
 
 
 def _help(parser: argparse.ArgumentParser) -> list[str]:
     return ["```text", parser.format_help().rstrip(), "```", ""]
-
-
-def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    # argparse has no public way to list sub-commands; its subparsers action holds them.
-    for action in parser._actions:  # noqa: SLF001
-        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
-            return dict(action.choices)
-    return {}
