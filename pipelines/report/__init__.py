@@ -1,4 +1,4 @@
-"""The run report: one self-contained HTML page per pipeline run.
+"""What a local run did: the summary ``run`` prints and one self-contained HTML page per run.
 
 ``python -m tfrecord_pipelines report`` (and ``run``, when it finishes) reads a run's
 executions from ML Metadata and its artifacts (statistics, anomalies, schema,
