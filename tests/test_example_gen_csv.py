@@ -135,7 +135,7 @@ def test_missing_path_is_a_clear_error(tmp_path):
 
 def test_empty_folder_is_a_clear_error(tmp_path):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ValueError, match="holds no file matching '\\*'"):
+    with pytest.raises(ValueError, match=r"holds no file matching '\*\.csv'"):
         _convert(tmp_path / "empty", tmp_path / "out")
 
 
