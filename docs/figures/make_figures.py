@@ -40,13 +40,9 @@ def main() -> None:
 
     examples = _latest(root / "ShardedExampleGen" / "examples")
     plan = json.loads((examples / "shard_plan.json").read_text())
-    sizes = {
-        name: [shard["bytes"] for shard in split["shards"]]
-        for name, split in plan["splits"].items()
-    }
     training = read_training(str(_latest(root / "Trainer" / "model_run")))
     pictures = {
-        "shard-sizes.svg": charts.shard_sizes(sizes, plan["target_shard_bytes"]),
+        "shard-sizes.svg": charts.shard_sizes(plan),
         "input-stall.svg": training.charts["input_stall"],
     }
     for name, svg in pictures.items():

@@ -126,14 +126,19 @@ def per_epoch(
 
 
 @_styled
-def shard_sizes(bytes_by_split: dict[str, list[int]], target_bytes: int) -> str:
+def shard_sizes(plan: dict) -> str:
     """One bar per shard file, split after split, against the planned shard size.
 
     Args:
-      bytes_by_split: each split's shard sizes on disk, in shard order.
-      target_bytes: the plan's target per shard; drawn only where it is within
-        twice the largest shard (small data never reaches a 128 MiB target).
+      plan: ShardedExampleGen's ``shard_plan.json``. Its target is drawn only
+        where it is within twice the largest shard (small data never reaches
+        a 128 MiB target).
     """
+    bytes_by_split = {
+        name: [shard["bytes"] for shard in split["shards"]]
+        for name, split in plan["splits"].items()
+    }
+    target_bytes = plan["target_shard_bytes"]
     figure = _figure(4.6, 1.8)
     (axes,) = figure.axes
     largest = max((max(sizes) for sizes in bytes_by_split.values() if sizes), default=0)

@@ -192,11 +192,7 @@ def build_run_report(store, pipeline_name: str, run_id: str) -> RunReport:
         plan = _read_json(os.path.join(examples.uri, SHARD_PLAN_FILE))
         fields["shard_plan"] = plan
         if plan:
-            sizes = {
-                name: [shard["bytes"] for shard in split["shards"]]
-                for name, split in plan["splits"].items()
-            }
-            fields["shard_chart"] = charts.shard_sizes(sizes, plan["target_shard_bytes"])
+            fields["shard_chart"] = charts.shard_sizes(plan)
         if _is_images(run):
             split_uri = os.path.join(examples.uri, f"Split-{_THUMBNAIL_SPLIT}")
             if filesystem.isdir(split_uri):
