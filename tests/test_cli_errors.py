@@ -166,3 +166,21 @@ def test_unknown_problem_is_rejected_by_argparse(capsys):
         main(["run", "--problem", "ranking"])
     assert exit_info.value.code == 2
     assert "invalid choice: 'ranking'" in capsys.readouterr().err
+
+
+def test_train_steps_and_epochs_are_exclusive(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--train-steps", "100", "--epochs", "2"])
+    assert exit_info.value.code == 2
+    assert "argument --epochs: not allowed with argument --train-steps" in capsys.readouterr().err
+
+
+def test_epochs_with_a_module_files_run_fn(capsys, tmp_path):
+    module = tmp_path / "my_trainer.py"
+    module.write_text("def run_fn(fn_args):\n    pass\n")
+    status, err = _error_of(capsys, ["run", "--module-file", str(module), "--epochs", "2"])
+    assert status == 2
+    assert err == (
+        f"error: epochs needs the built-in run_fn; {module}'s run_fn is told "
+        "fn_args.train_steps: give train_steps instead."
+    )

@@ -125,7 +125,27 @@ def test_the_trainer_asks_for_its_gpus_cpu_and_memory(compiled):
 def test_training_options_reach_the_trainer(compiled):
     spec = _pipeline_spec(compiled)
     trainer = str(spec["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"])
-    assert '"training": {"batch_size": 64' in trainer.replace("\\", "")
+    # The batch and the length are left to the Trainer, which knows the split's size.
+    assert '"training": {"batch_size": null' in trainer.replace("\\", "")
+    assert '"epochs": null' in trainer.replace("\\", "")
+
+
+def test_tabular_trainer_reads_example_gens_shards_and_transform_only_analyzes(compiled):
+    spec = _pipeline_spec(compiled)
+    tasks = spec["root"]["dag"]["tasks"]
+    trainer_examples = tasks["Trainer"]["inputs"]["artifacts"]["examples"]["taskOutputArtifact"]
+    assert trainer_examples["producerTask"] == "ShardedExampleGen"
+    assert (
+        '"raw_examples": true'
+        in tasks["Trainer"]["inputs"]["parameters"]["custom_config"]["runtimeValue"]["constant"]
+    )
+    transform = spec["components"][tasks["Transform"]["componentRef"]["name"]]
+    assert "transformed_examples" not in transform["outputDefinitions"]["artifacts"]
+    parameters = tasks["Transform"]["inputs"]["parameters"]
+    assert parameters["disable_statistics"]["runtimeValue"]["constant"] == 1
+    # TrainArgs' num_steps left at 0: the Trainer plans from the split's size.
+    train_args = tasks["Trainer"]["inputs"]["parameters"]["train_args"]["runtimeValue"]["constant"]
+    assert "num_steps" not in train_args
 
 
 def test_platform_spec_places_the_trainer_on_gpu_nodes_and_mounts_volumes(compiled):

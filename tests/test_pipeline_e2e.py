@@ -2,15 +2,18 @@
 
 import csv
 import json
+import math
 import os
 import random
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import run_cli, run_summary
+from conftest import printed_run_id, run_cli, run_summary
+from tfrecord_pipelines.components.trainer.dataset import list_files
 
 pytestmark = pytest.mark.e2e
 
@@ -101,6 +104,66 @@ def test_trainer_reports_input_stall_to_tensorboard_and_the_run(penguins_run):
     assert f"tensorboard --logdir {model_run}" in result.stdout
 
 
+def _input_artifacts(output: Path, run_id: str, node_id: str) -> dict[str, str]:
+    """The URIs of a node's input artifacts in run ``run_id``, by input key."""
+    from ml_metadata.proto import metadata_store_pb2
+
+    from tfrecord_pipelines.local.run_record import open_store, read_run
+
+    store = open_store(str(output / "metadata" / "penguins" / "metadata.db"))
+    execution = read_run(store, "penguins", run_id)[node_id].execution
+    events = store.get_events_by_execution_ids([execution.id])
+    inputs = [e for e in events if e.type == metadata_store_pb2.Event.INPUT]
+    artifacts = store.get_artifacts_by_id([e.artifact_id for e in inputs])
+    uris = {a.id: a.uri for a in artifacts}
+    return {e.path.steps[0].key: uris[e.artifact_id] for e in inputs}
+
+
+def test_tabular_trainer_reads_the_planned_shards(penguins_run):
+    output, result = penguins_run
+    summary = run_summary(output, "penguins", result.stdout)
+    run_id = printed_run_id(result.stdout)
+    examples = _input_artifacts(output, run_id, "Trainer")["examples"]
+    # ExampleGen's artifact, not a copy written by Transform...
+    assert examples == _input_artifacts(output, run_id, "Evaluator")["examples"]
+    assert "/ShardedExampleGen/examples/" in examples
+    assert not list(
+        (output / "pipeline_root" / "penguins" / "Transform").glob("transformed_examples*")
+    )
+    # ...whose train pattern spans every planned shard, each read by its own reader.
+    plan = json.loads(Path(examples, "shard_plan.json").read_text())
+    planned = sorted(shard["file"] for shard in plan["splits"]["train"]["shards"])
+    assert len(planned) == plan["splits"]["train"]["planned_shards"] >= 2
+    files = list_files(os.path.join(examples, "Split-train", "*"))
+    assert [os.path.basename(f) for f in files] == planned
+    assert summary.training.train_records == plan["splits"]["train"]["records"]
+
+
+def test_summary_says_what_each_component_cost_and_what_the_model_saw(penguins_run):
+    output, result = penguins_run
+    summary = run_summary(output, "penguins", result.stdout)
+    training = summary.training
+    # --train-steps 300 at the automatic batch of 64 for 229 training rows.
+    assert (training.steps, training.batch_size, training.asked) == (300, 64, "train_steps")
+    assert training.examples == 19_200
+    assert training.epochs == pytest.approx(19_200 / training.train_records)
+    assert (
+        f"trained on:    19,200 examples (300 steps of 64): {training.epochs:.2f} epochs of the "
+        f"{training.train_records:,}-example train split"
+    ) in result.stdout
+    assert "WARNING" not in result.stdout
+    costs = {cost.node_id: cost for cost in summary.costs}
+    assert set(costs) == set(summary.executed)
+    for node_id in ("ShardedExampleGen", "StatisticsGen", "Transform", "Trainer", "Evaluator"):
+        assert costs[node_id].cpu_seconds > 0 and costs[node_id].wall_seconds > 0, node_id
+        assert costs[node_id].records_per_second > 0, node_id
+        assert re.search(rf"^ +{node_id} +[0-9.]+ +[0-9.]+ +[0-9,]+  \w", result.stdout, re.M)
+    assert costs["ShardedExampleGen"].records == 344
+    assert costs["Trainer"].records == 19_200
+    assert costs["Transform"].records == training.train_records
+    assert costs["Evaluator"].records == 344 - training.train_records
+
+
 def _write_houses_csv(folder: Path, rows: int = 600) -> None:
     rng = random.Random(7)
     folder.mkdir()
@@ -130,8 +193,9 @@ def test_other_csv_regression_trains_evaluates_and_pushes(tmp_path):
         "regression",
         "--output",
         str(output),
-        "--train-steps",
-        "400",
+        # Passes over the train split instead of steps: about 400 steps.
+        "--epochs",
+        "128",
         "--max-mae",
         "60",
         # A file cache in a folder of its own, and a bigger batch.
@@ -144,6 +208,9 @@ def test_other_csv_regression_trains_evaluates_and_pushes(tmp_path):
     assert "schema: inferred by SchemaGen" in result.stdout
     summary = run_summary(output, "houses", result.stdout)
     assert summary.blessed and summary.pushed_model is not None
+    training = summary.training
+    assert (training.asked, training.batch_size) == ("epochs", 128)
+    assert training.steps == math.ceil(128 * training.train_records / 128)
     # Prices spread over roughly 100-700 (std about 130); a model that learnt the
     # linear relation errs far less.
     assert summary.metrics["mean_absolute_error"] < 60

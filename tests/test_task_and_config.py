@@ -93,6 +93,11 @@ def test_train_steps_must_be_positive():
         _config(train_steps=0)
 
 
+def test_train_steps_and_epochs_are_exclusive():
+    with pytest.raises(ValueError, match="Give train_steps or epochs, not both."):
+        _config(train_steps=10, training=TrainingOptions(epochs=1))
+
+
 def test_thresholds_are_range_checked():
     with pytest.raises(ValueError, match=r"min_accuracy must be within \[0, 1\], got 1.5"):
         EvaluationThresholds(min_accuracy=1.5)
@@ -109,6 +114,7 @@ def test_training_options_round_trip_through_custom_config():
         image_size=96,
         image_augment=("crop", "flip"),
         image_model="mobilenet_v2",
+        epochs=2.5,
     )
     config = {**Task(label="y").to_custom_config(), **options.to_custom_config()}
     assert TrainingOptions.from_custom_config(config) == options
@@ -123,6 +129,7 @@ def test_training_options_round_trip_through_custom_config():
     [
         ({"batch_size": 0}, "batch_size must be at least 1, got 0."),
         ({"epoch_steps": -5}, "epoch_steps must be at least 1, got -5."),
+        ({"epochs": 0}, "epochs must be positive, got 0."),
         ({"cache": ""}, "cache must be 'auto', 'none', 'memory' or a file path prefix"),
         ({"image_size": 16}, "image_size must be at least 32 pixels, got 16."),
         ({"image_augment": ("rotate",)}, "image_augment takes crop and flip, got rotate."),

@@ -14,8 +14,9 @@ CACHE_NONE = "none"
 CACHE_MEMORY = "memory"
 # The cache settings that are not a folder.
 CACHE_MODES = (CACHE_AUTO, CACHE_NONE, CACHE_MEMORY)
-# "auto" caches the transformed train split in memory when its files take
-# less than this on disk (parsed tensors take several times more).
+# "auto" caches the parsed, transformed train split in memory when its files
+# take less than this on disk (parsed tensors take several times more) and
+# training reads it more than once.
 AUTO_CACHE_MAX_FILE_BYTES = 100 * 1024 * 1024
 # For images "auto" caches decoded pixels in memory when they are estimated
 # to take less than this (a 224x224 RGB image is 150 KB: about 14,000 images).
@@ -46,13 +47,18 @@ class TrainingOptions:
       batch_size: global training batch (split across GPUs under
         MirroredStrategy). Bigger batches amortize the per-batch cost of
         parsing and of each step; on a GPU, 256 to 4096 for tabular data.
-      eval_batch_size: validation batch.
-      cache: "auto" (in memory when the transformed train split is small,
-        see AUTO_CACHE_MAX_FILE_BYTES), "memory", "none", or a file path
+        None: from the training split's size (``training_length.auto_batch_size``:
+        64, doubled up to 1024 while an epoch would take over 1,000 steps).
+      eval_batch_size: validation batch; None: the training batch.
+      cache: "auto" (in memory when the train split is small, see
+        AUTO_CACHE_MAX_FILE_BYTES, and read more than once), "memory", "none", or a file path
         prefix on fast local disk for a split that does not fit in memory.
         A cache skips reading and parsing after the first epoch.
       mixed_precision: compute in float16 with float32 variables
         (``mixed_float16``): faster on GPUs with tensor cores, slower on CPUs.
+      epochs: passes over the training split to train for, when the
+        Trainer's train_steps is not set; neither set: at least one epoch
+        and at least 1,000 steps (``training_length``).
       epoch_steps: training steps per Keras epoch: how often validation runs
         and the input stall is reported.
       raw_examples: the Trainer reads ExampleGen's examples and applies the
@@ -76,10 +82,11 @@ class TrainingOptions:
         cache; "auto" then caches nothing.
     """
 
-    batch_size: int = 64
-    eval_batch_size: int = 64
+    batch_size: int | None = None
+    eval_batch_size: int | None = None
     cache: str = CACHE_AUTO
     mixed_precision: bool = False
+    epochs: float | None = None
     epoch_steps: int = 200
     raw_examples: bool = False
     image_size: int | None = None
@@ -91,8 +98,10 @@ class TrainingOptions:
     def __post_init__(self):
         object.__setattr__(self, "image_augment", tuple(self.image_augment))
         for field in ("batch_size", "eval_batch_size", "epoch_steps"):
-            if getattr(self, field) < 1:
+            if getattr(self, field) is not None and getattr(self, field) < 1:
                 raise ValueError(f"{field} must be at least 1, got {getattr(self, field)}.")
+        if self.epochs is not None and self.epochs <= 0:
+            raise ValueError(f"epochs must be positive, got {self.epochs}.")
         if not self.cache:
             raise ValueError(
                 "cache must be 'auto', 'none', 'memory' or a file path prefix, got ''."

@@ -33,6 +33,12 @@ from tfrecord_pipelines.components.trainer.resume import (
     write_resume_report,
 )
 from tfrecord_pipelines.components.trainer.signatures import make_signatures
+from tfrecord_pipelines.components.trainer.training_length import (
+    auto_batch_size,
+    plan_training,
+    split_records,
+    write_training_report,
+)
 
 
 def choose_strategy() -> tf.distribute.Strategy:
@@ -94,13 +100,15 @@ def _reading(
     return _Reading(spec, transform, image, sample.estimated_records * image.decoded_bytes)
 
 
-def _resolve_cache(cache: str, reading: _Reading, run_id: str) -> str | None:
+def _resolve_cache(cache: str, reading: _Reading, run_id: str, epochs: float) -> str | None:
     """Turns the cache option into make_dataset's cache argument for this run."""
     if cache == CACHE_NONE:
         return None
     if cache == CACHE_MEMORY:
         return CACHE_MEMORY
     if cache == CACHE_AUTO:
+        if epochs <= 1:
+            return None  # nothing is read twice: a cache would only cost its memory
         limit = AUTO_CACHE_MAX_DECODED_BYTES if reading.image else AUTO_CACHE_MAX_FILE_BYTES
         return CACHE_MEMORY if reading.cached_bytes < limit else None
     # A folder: each run caches in its own sub-folder, so no run reads another's cache.
@@ -130,6 +138,20 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     strategy = choose_strategy()
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
     reading = _reading(fn_args, task, options, tf_transform_output)
+    train_records = split_records(fn_args.train_files)
+    batch_size = options.batch_size or auto_batch_size(train_records)
+    length = plan_training(
+        train_records, batch_size, train_steps=fn_args.train_steps, epochs=options.epochs
+    )
+    write_training_report(fn_args.model_run_dir, length)
+    if length.epochs < 1:
+        logging.warning(
+            "Training on %d examples, %.0f%% of the %d-example train split: part of the data "
+            "is never seen. Train longer with epochs (--epochs) or more train_steps.",
+            length.examples,
+            100 * length.epochs,
+            length.train_records,
+        )
     label_key = transformed_name(task.label)
     service = DataService(options.data_service) if options.data_service else None
     if service:
@@ -145,7 +167,9 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     cache = (
         None
         if service
-        else _resolve_cache(options.cache, reading, os.path.basename(fn_args.model_run_dir))
+        else _resolve_cache(
+            options.cache, reading, os.path.basename(fn_args.model_run_dir), length.epochs
+        )
     )
     common = dict(
         feature_spec=reading.feature_spec,
@@ -155,17 +179,21 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     )
     train = make_dataset(
         fn_args.train_files,
-        batch_size=options.batch_size,
+        batch_size=batch_size,
         training=True,
         cache=cache,
         data_service=service,
         **common,
     )
     evaluation = make_dataset(
-        fn_args.eval_files, batch_size=options.eval_batch_size, training=False, **common
+        fn_args.eval_files,
+        batch_size=options.eval_batch_size or batch_size,
+        training=False,
+        **common,
     )
-    epochs = math.ceil(fn_args.train_steps / options.epoch_steps)
-    steps_per_epoch = math.ceil(fn_args.train_steps / epochs)
+    # Keras epochs are reporting periods (validation, input stall), not passes over the data.
+    epochs = math.ceil(length.steps / options.epoch_steps)
+    steps_per_epoch = math.ceil(length.steps / epochs)
     backup = backup_dir(fn_args)
     resumed_epochs = epochs_done(backup)
     if resumed_epochs:
@@ -178,12 +206,16 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         )
     write_resume_report(fn_args.model_run_dir, backup, resumed_epochs * steps_per_epoch)
     logging.info(
-        "Training %d steps (%d epochs) with %s on %d replica(s), batch %d, cache %s.",
-        fn_args.train_steps,
-        epochs,
+        "Training %d steps (%s: %d examples, %.2f epochs of the %d-example train split) "
+        "with %s on %d replica(s), batch %d, cache %s.",
+        length.steps,
+        length.asked,
+        length.examples,
+        length.epochs,
+        length.train_records,
         type(strategy).__name__,
         strategy.num_replicas_in_sync,
-        options.batch_size,
+        batch_size,
         cache or "none",
     )
     with strategy.scope():

@@ -122,6 +122,37 @@ def _write_report(layout, run_id: str) -> str | None:
         return None
 
 
+def _coverage(training) -> str:
+    """Examples and epochs the model saw; a warning when part of the data never was."""
+    text = (
+        f"{training.examples:,} examples ({training.steps:,} steps of {training.batch_size}): "
+        f"{training.epochs:.2f} epochs of the {training.train_records:,}-example train split"
+    )
+    if training.epochs < 1:
+        text += (
+            f"; WARNING: {100 * (1 - training.epochs):.0f}% of it was never seen "
+            "(train longer: --epochs or more --train-steps)"
+        )
+    return text
+
+
+def _cost_lines(costs) -> list[str]:
+    """A small table: each component's wall and CPU seconds and records per second."""
+    from tfrecord_pipelines.report.component_costs import RECORDS_MEANING
+
+    width = max(len(c.node_id) for c in costs)
+    lines = [f"{'component':<{width}}  wall s   CPU s   records/s"]
+    for cost in costs:
+        rate = cost.records_per_second
+        rate_text = f"{rate:>11,.0f}  {RECORDS_MEANING[cost.node_id]}" if rate else ""
+        times = f"{cost.wall_seconds:6.1f}  {cost.cpu_seconds:6.1f}"
+        lines.append(f"{cost.node_id:<{width}}  {times} {rate_text}")
+    total_wall = sum(c.wall_seconds for c in costs)
+    total_cpu = sum(c.cpu_seconds for c in costs)
+    lines.append(f"{'all':<{width}}  {total_wall:6.1f}  {total_cpu:6.1f}")
+    return lines
+
+
 def _print_summary(
     summary, layout, name: str, run_id: str, seconds: float, report: str | None
 ) -> None:
@@ -150,8 +181,12 @@ def _print_summary(
             f"  input stall:   {100 * summary.input_stall:.1f}% of step time waiting for "
             f"batches in the last epoch ({verdict(summary.input_stall)})"
         )
+    if summary.training:
+        print(f"  trained on:    {_coverage(summary.training)}")
     print(f"  TensorBoard:   tensorboard --logdir {summary.model_run}")
     print(f"  quarantined:   {summary.quarantined:,} input records ({summary.quarantine})")
+    if summary.costs:
+        print("  cost:          " + "\n                 ".join(_cost_lines(summary.costs)))
     print(f"  artifacts:     {layout.pipeline_root}")
     print(f"  metadata:      {layout.metadata_path}")
     if report:

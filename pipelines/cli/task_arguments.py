@@ -75,7 +75,17 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
         help="your own preprocessing_fn and/or run_fn (whichever it defines) instead of the "
         "built-in ones",
     )
-    parser.add_argument("--train-steps", type=int, default=1000)
+    length = parser.add_mutually_exclusive_group()
+    length.add_argument(
+        "--train-steps",
+        type=int,
+        help="training steps (batches) (default: at least one epoch and at least 1000 steps)",
+    )
+    length.add_argument(
+        "--epochs",
+        type=float,
+        help="passes over the training split, e.g. 3 or 0.5 (default: as --train-steps)",
+    )
     parser.add_argument("--eval-steps", type=int, default=20)
     parser.add_argument(
         "--min-accuracy", type=float, default=0.6, help="classification: accuracy that blesses"
@@ -84,7 +94,10 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-mae", type=float, help="regression: mean absolute error that blesses"
     )
     parser.add_argument(
-        "--batch-size", type=int, default=64, help="Trainer's global batch (default: 64)"
+        "--batch-size",
+        type=int,
+        help="Trainer's global batch (default: from the train split's size: 64, doubled up to "
+        "1024 while an epoch would take over 1000 steps)",
     )
     parser.add_argument(
         "--cache",
@@ -261,6 +274,7 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
         batch_size=args.batch_size,
         cache=args.cache if args.cache in CACHE_MODES else os.path.abspath(args.cache),
         mixed_precision=args.mixed_precision,
+        epochs=args.epochs,
         data_service=args.data_service,
         **_image_settings(args, source.is_images),
     )

@@ -9,7 +9,7 @@ from tfrecord_pipelines.components.data_source import DataSource, check_encoding
 from tfrecord_pipelines.components.shard_compression import parse_compression
 from tfrecord_pipelines.components.task import Task
 from tfrecord_pipelines.components.trainer.options import TrainingOptions
-from tfrecord_pipelines.definition.module_file import ModuleFile
+from tfrecord_pipelines.definition.module_file import RUN_FN, ModuleFile
 
 _NAME_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -86,7 +86,10 @@ class PipelineConfig:
         version folder each.
       schema_path: a curated schema.pbtxt to import; None infers one from
         the data's statistics with SchemaGen.
-      train_steps: training steps (batches of the Trainer's batch size).
+      train_steps: training steps (batches of the Trainer's batch size);
+        None: ``training.epochs`` passes over the training split, or, neither
+        set, at least one epoch and at least 1,000 steps. A module file's
+        run_fn gets 1,000 (it is told steps, never epochs).
       eval_steps: validation steps run by the Trainer after training.
       thresholds: what blesses a model.
       training: the Trainer's batch sizes, cache, precision and image settings.
@@ -100,7 +103,7 @@ class PipelineConfig:
     task: Task
     serving_dir: str
     schema_path: str | None = None
-    train_steps: int = 1000
+    train_steps: int | None = None
     eval_steps: int = 20
     thresholds: EvaluationThresholds = dataclasses.field(default_factory=EvaluationThresholds)
     training: TrainingOptions = dataclasses.field(default_factory=TrainingOptions)
@@ -114,8 +117,20 @@ class PipelineConfig:
                 "'-', starting and ending with a letter or digit."
             )
         for field in ("train_steps", "eval_steps"):
-            if getattr(self, field) < 1:
-                raise ValueError(f"{field} must be at least 1, got {getattr(self, field)}.")
+            value = getattr(self, field)
+            if value is not None and value < 1:
+                raise ValueError(f"{field} must be at least 1, got {value}.")
+        if self.train_steps is not None and self.training.epochs is not None:
+            raise ValueError("Give train_steps or epochs, not both.")
+        if (
+            self.training.epochs is not None
+            and self.module_file
+            and self.module_file.defines(RUN_FN)
+        ):
+            raise ValueError(
+                f"epochs needs the built-in run_fn; {self.module_file.path}'s run_fn is told "
+                "fn_args.train_steps: give train_steps instead."
+            )
         if self.source.is_images and not self.task.image_feature:
             raise ValueError(
                 f"{self.source.root} holds images: the task must name its image_feature."

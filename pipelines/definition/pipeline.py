@@ -4,15 +4,19 @@ ShardedExampleGen → StatisticsGen → SchemaGen (or a curated schema through
 ImportSchemaGen, which then also types the CSV columns) → ExampleValidator →
 Transform → Trainer → Evaluator → Pusher.
 
-One pipeline for every format; what differs is data, not structure:
+One pipeline for every format; what differs is data, not structure. The
+Trainer reads ExampleGen's own shards (the shard plan: at least one per
+reader) and runs the Transform graph in its input pipeline, so Transform
+only analyzes (one pass over the train split): no transformed copy, no
+statistics of its own (StatisticsGen has described the same data). A
+materialized copy would be one file per split on the DirectRunner, read by
+one reader (benchmarks/pipeline_scale.py compares a stock TFX pipeline, which
+reads such a copy). Images are also described as images (TFDV's image
+domain: formats, sizes) and decoded in the Trainer's input pipeline.
 
-- tabular (CSV, Parquet): Transform writes transformed examples (GZIP
-  shards) and the Trainer reads them;
-- images: statistics describe the image feature as images (TFDV's image
-  domain: formats, sizes); Transform computes the label vocabulary and
-  passes the encoded bytes through, but writes no copy of them: the Trainer
-  reads ExampleGen's own shards (uncompressed, at least one per reader) and
-  runs the Transform graph and the image decoding in its input pipeline.
+A module file's own run_fn on tabular data is the exception: it is written
+against TFX's contract, transformed examples in fn_args.train_files, so
+Transform writes them for it.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from tfrecord_pipelines.components.curated_schema import CuratedSchemaGen
 from tfrecord_pipelines.components.example_gen import ShardedExampleGen
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.components.pusher import executor as pusher_executor
+from tfrecord_pipelines.components.trainer.training_length import DEFAULT_MIN_STEPS
 from tfrecord_pipelines.definition.baseline_model import baseline_model_resolver
 from tfrecord_pipelines.definition.config import PipelineConfig
 from tfrecord_pipelines.definition.evaluation import make_eval_config
@@ -56,6 +61,14 @@ def _user_code(config: PipelineConfig, function: str, built_in: str) -> dict:
     if module and module.defines(function):
         return {"module_file": module.path}
     return {function: built_in}
+
+
+def _train_steps(config: PipelineConfig, users_run_fn: bool) -> int:
+    """TrainArgs' num_steps: the user's, else 0 (planned from the data) or, for a module file's
+    run_fn, which is told steps only, the built-in default."""
+    if config.train_steps is not None:
+        return config.train_steps
+    return DEFAULT_MIN_STEPS if users_run_fn else 0
 
 
 def create_pipeline(
@@ -120,26 +133,36 @@ def create_pipeline(
         statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"]
     )
     task_config = config.task.to_custom_config()
+    # Images are never copied: a module file's run_fn gets ExampleGen's shards.
+    users_run_fn = bool(config.module_file and config.module_file.defines(RUN_FN))
+    materialize = users_run_fn and not images
     transform = tfx.components.Transform(
         examples=example_gen.outputs["examples"],
         schema=schema_gen.outputs["schema"],
-        materialize=not images,
-        # StatisticsGen has described the images already; another pass over
-        # their bytes would only repeat it.
-        disable_statistics=images,
+        materialize=materialize,
+        # StatisticsGen has described the data already; Transform's pre- and
+        # post-transform statistics would be two more passes that nothing shows.
+        disable_statistics=True,
+        # The analyzer cache serves incremental analysis over new spans of
+        # data; this pipeline analyzes its one span whole, so it would be
+        # written for nothing.
+        disable_analyzer_cache=True,
         # The code version makes a changed built-in preprocessing_fn a cache
         # miss; a module file's content is in TFX's cache key already.
         custom_config={**task_config, **_code(code_version.TRANSFORM_CODE)},
         **_user_code(config, PREPROCESSING_FN, BUILT_IN_PREPROCESSING_FN),
     ).with_id(TRANSFORM_ID)
-    training = dataclasses.replace(config.training, raw_examples=images)
+    training = dataclasses.replace(config.training, raw_examples=not materialize)
     trainer = tfx.components.Trainer(
         examples=(
-            example_gen.outputs["examples"] if images else transform.outputs["transformed_examples"]
+            transform.outputs["transformed_examples"]
+            if materialize
+            else example_gen.outputs["examples"]
         ),
         transform_graph=transform.outputs["transform_graph"],
         schema=schema_gen.outputs["schema"],
-        train_args=tfx.proto.TrainArgs(num_steps=config.train_steps),
+        # 0 is TFX's "not set": the built-in run_fn then plans from the data's size.
+        train_args=tfx.proto.TrainArgs(num_steps=_train_steps(config, users_run_fn)),
         eval_args=tfx.proto.EvalArgs(num_steps=config.eval_steps),
         custom_config={
             **task_config,

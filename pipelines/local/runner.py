@@ -14,6 +14,7 @@ from tfx.orchestration.portable import runtime_parameter_utils
 
 from tfrecord_pipelines.definition.config import PipelineConfig
 from tfrecord_pipelines.definition.pipeline import PUSHER_ID, create_pipeline
+from tfrecord_pipelines.local.component_costs import metered_executors, record_costs
 from tfrecord_pipelines.local.interrupted_runs import (
     InterruptedExecution,
     cancel_interrupted_executions,
@@ -110,6 +111,9 @@ def run_locally(
 ) -> str:
     """Runs the pipeline end to end with LocalDagRunner; returns the run id.
 
+    Each component's wall and CPU time is recorded on its execution
+    (``tfrecord_pipelines.local.component_costs``).
+
     Call it under the output folder's lock (``tfrecord_pipelines.local.output_lock``): it
     first puts right what an interrupted run left (``recover``), and after
     the run moves the pushed model into the serving folder once ML Metadata
@@ -146,12 +150,16 @@ def run_locally(
             open_store(layout.metadata_path), config.name, PUSHER_ID, layout.serving_dir
         )
 
-    try:
-        _RunnerWithRunId(run_id).run(pipeline)
-    except BaseException:
-        # A failed run publishes nothing; the next run retries the clean-up if this fails too.
-        with contextlib.suppress(Exception):
-            settle()
-        raise
+    with metered_executors() as costs:
+        try:
+            _RunnerWithRunId(run_id).run(pipeline)
+        except BaseException:
+            # A failed run publishes nothing; the next run retries the clean-up if this fails too.
+            with contextlib.suppress(Exception):
+                settle()
+            raise
+        finally:
+            with contextlib.suppress(Exception):
+                record_costs(open_store(layout.metadata_path), costs)
     settle()
     return run_id

@@ -27,6 +27,10 @@ from tfrecord_pipelines.components.example_gen.quarantine import (
     QuarantineSummary,
     summarize_quarantine,
 )
+from tfrecord_pipelines.components.trainer.training_length import (
+    TrainingLength,
+    read_training_report,
+)
 from tfrecord_pipelines.definition.pipeline import (
     EVALUATOR_ID,
     EXAMPLE_GEN_ID,
@@ -35,6 +39,11 @@ from tfrecord_pipelines.definition.pipeline import (
 )
 from tfrecord_pipelines.local.run_record import NODE_CONTEXT, NodeExecution, read_run
 from tfrecord_pipelines.report import charts, statistics, thumbnails
+from tfrecord_pipelines.report.component_costs import (
+    RECORDS_MEANING,
+    ComponentCost,
+    component_costs,
+)
 from tfrecord_pipelines.report.evaluation import EvaluationView, read_evaluation
 from tfrecord_pipelines.report.training import TrainingView, read_training
 
@@ -52,12 +61,17 @@ class ComponentRow:
         ``running`` or ``not run``.
       started: when its execution was created (local time).
       seconds: from its creation to its last update, once finished.
+      cost: its executor's wall and CPU time and records per second, when
+        it ran in a local run.
+      records_meaning: what its records are (e.g. "train examples analyzed").
     """
 
     node_id: str
     state: str
     started: str
     seconds: float | None
+    cost: ComponentCost | None = None
+    records_meaning: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +92,8 @@ class RunReport:
       anomaly_count: anomalous features plus dataset anomalies, over all splits.
       schema: the schema's features in words; schema_uri its folder.
       training: the Trainer's epochs, input stall and verdict.
+      coverage: the steps, examples and epochs of the training split the
+        model saw (None: the Trainer did not say, e.g. a module file's run_fn).
       evaluation: the Evaluator's metrics, thresholds and baseline.
       blessed: whether the Evaluator blessed the model.
       baseline_model: the model compared with (the last blessed one), if any.
@@ -100,6 +116,7 @@ class RunReport:
     schema: list[statistics.SchemaFeature] = dataclasses.field(default_factory=list)
     schema_uri: str | None = None
     training: TrainingView | None = None
+    coverage: TrainingLength | None = None
     model_run_uri: str | None = None
     evaluation: EvaluationView | None = None
     evaluation_uri: str | None = None
@@ -116,6 +133,7 @@ def _time(millis: int) -> str:
 
 def _components(store, pipeline_name: str, run: dict[str, NodeExecution]) -> list[ComponentRow]:
     rows = []
+    costs = {cost.node_id: cost for cost in component_costs(run)}
     for node_id, node in run.items():
         execution = node.execution
         finished = node.state in ("complete", "cached", "failed", "canceled")
@@ -125,7 +143,14 @@ def _components(store, pipeline_name: str, run: dict[str, NodeExecution]) -> lis
             else None
         )
         rows.append(
-            ComponentRow(node_id, node.state, _time(execution.create_time_since_epoch), seconds)
+            ComponentRow(
+                node_id,
+                node.state,
+                _time(execution.create_time_since_epoch),
+                seconds,
+                costs.get(node_id),
+                RECORDS_MEANING.get(node_id),
+            )
         )
     if not any(node.state in ("failed", "canceled") for node in run.values()):
         return rows
@@ -225,6 +250,7 @@ def build_run_report(store, pipeline_name: str, run_id: str) -> RunReport:
     if model_run is not None:
         fields["model_run_uri"] = model_run.uri
         fields["training"] = read_training(model_run.uri)
+        fields["coverage"] = read_training_report(model_run.uri)
     else:
         missing("training", TRAINER_ID)
     evaluation = _output(run, specs.EVALUATION_KEY, EVALUATOR_ID)

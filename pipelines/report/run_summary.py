@@ -8,6 +8,10 @@ import tensorflow_model_analysis as tfma
 
 from tfrecord_pipelines.components.trainer.input_stall import last_epoch_share
 from tfrecord_pipelines.components.trainer.resume import resumed_steps
+from tfrecord_pipelines.components.trainer.training_length import (
+    TrainingLength,
+    read_training_report,
+)
 from tfrecord_pipelines.definition.baseline_model import BASELINE_RESOLVER
 from tfrecord_pipelines.definition.pipeline import (
     EVALUATOR_ID,
@@ -16,6 +20,7 @@ from tfrecord_pipelines.definition.pipeline import (
     TRAINER_ID,
 )
 from tfrecord_pipelines.local.run_record import NodeExecution, read_run
+from tfrecord_pipelines.report.component_costs import ComponentCost, component_costs
 from tfrecord_pipelines.report.evaluation import overall_metric_values
 
 
@@ -33,6 +38,8 @@ class RunSummary:
       model_run: the Trainer's TensorBoard logs and input-stall report.
       input_stall: the last training epoch's input stall (share of step time
         spent waiting for batches), or None if the Trainer wrote no report.
+      training: the steps, examples and epochs the model was trained on, or
+        None if the Trainer did not say (a module file's run_fn).
       resumed_steps: training steps this run's Trainer took over from the
         backup of an interrupted execution (0: it trained from the start).
       quarantined: input records ExampleGen could not convert.
@@ -40,6 +47,7 @@ class RunSummary:
       pushed_earlier: the push was an earlier run's, reused with the Pusher.
       reused: the components whose earlier outputs were reused (CACHED).
       executed: the components that ran (not counting the baseline's Resolver).
+      costs: each component that ran: wall and CPU time, records per second.
     """
 
     blessed: bool
@@ -49,12 +57,14 @@ class RunSummary:
     metrics: dict[str, float]
     model_run: str
     input_stall: float | None
+    training: TrainingLength | None
     resumed_steps: int
     quarantined: int
     quarantine: str
     pushed_earlier: bool
     reused: tuple[str, ...]
     executed: tuple[str, ...]
+    costs: tuple[ComponentCost, ...] = ()
 
 
 def overall_metrics(evaluation_uri: str) -> dict[str, float]:
@@ -99,6 +109,7 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         metrics=overall_metrics(evaluation.uri),
         model_run=model_run.uri,
         input_stall=last_epoch_share(model_run.uri),
+        training=read_training_report(model_run.uri),
         resumed_steps=resumed_steps(model_run.uri),
         quarantined=quarantine.custom_properties["count"].int_value,
         quarantine=quarantine.uri,
@@ -107,4 +118,5 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         executed=tuple(
             n for n, e in run.items() if e.state == "complete" and n != BASELINE_RESOLVER
         ),
+        costs=tuple(component_costs(run)),
     )

@@ -1,0 +1,87 @@
+"""What each component of a run cost: wall time, CPU time and records per second."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from tfrecord_pipelines.components.trainer.training_length import read_training_report
+from tfrecord_pipelines.definition.pipeline import (
+    EVALUATOR_ID,
+    EXAMPLE_GEN_ID,
+    TRAINER_ID,
+    TRANSFORM_ID,
+)
+from tfrecord_pipelines.local.component_costs import read_cost
+from tfrecord_pipelines.local.run_record import NodeExecution
+
+STATISTICS_GEN_ID = "StatisticsGen"
+# What each data component's records are: a user compares rates of like with like.
+RECORDS_MEANING = {
+    EXAMPLE_GEN_ID: "input rows read",
+    STATISTICS_GEN_ID: "examples described (all splits)",
+    TRANSFORM_ID: "train examples analyzed",
+    TRAINER_ID: "examples trained on",
+    EVALUATOR_ID: "eval examples scored",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class ComponentCost:
+    """One component's cost in a run.
+
+    Attributes:
+      node_id: the component's id.
+      wall_seconds: its executor's wall time (None: reused, or not metered).
+      cpu_seconds: its executor's CPU time, user + sys.
+      records: the records it processed (see RECORDS_MEANING), if it reads data.
+    """
+
+    node_id: str
+    wall_seconds: float | None
+    cpu_seconds: float | None
+    records: int | None
+
+    @property
+    def records_per_second(self) -> float | None:
+        """Records per wall second, where both are known."""
+        if not self.records or not self.wall_seconds:
+            return None
+        return self.records / self.wall_seconds
+
+
+def _split_records(run: dict[str, NodeExecution]) -> tuple[int | None, dict[str, int]]:
+    node = run.get(EXAMPLE_GEN_ID)
+    examples = node.output("examples") if node else None
+    if examples is None or "shard_plan" not in examples.custom_properties:
+        return None, {}
+    plan = json.loads(examples.custom_properties["shard_plan"].string_value)
+    return plan["records_read"], {name: s["records"] for name, s in plan["splits"].items()}
+
+
+def _examples_trained(run: dict[str, NodeExecution]) -> int | None:
+    node = run.get(TRAINER_ID)
+    model_run = node.output("model_run") if node else None
+    length = read_training_report(model_run.uri) if model_run else None
+    return length.examples if length else None
+
+
+def component_costs(run: dict[str, NodeExecution]) -> list[ComponentCost]:
+    """Every executed component's cost, in execution order (reused ones cost nothing)."""
+    read, splits = _split_records(run)
+    records = {
+        EXAMPLE_GEN_ID: read,
+        STATISTICS_GEN_ID: sum(splits.values()) if splits else None,
+        TRANSFORM_ID: splits.get("train"),
+        TRAINER_ID: _examples_trained(run),
+        EVALUATOR_ID: splits.get("eval"),
+    }
+    costs = []
+    for node_id, node in run.items():
+        cost = read_cost(node.execution)
+        if cost is None:
+            continue
+        costs.append(
+            ComponentCost(node_id, cost.wall_seconds, cost.cpu_seconds, records.get(node_id))
+        )
+    return costs
