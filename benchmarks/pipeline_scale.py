@@ -1,0 +1,246 @@
+"""The whole tabular pipeline at real size, against a stock TFX pipeline, in one run.
+
+For each table size (benchmarks/scale_table.py: 15 feature columns and a
+yes/no label), runs the project's pipeline as a user would
+(``python -m tfrecord_pipelines run --data ... --label label --no-cache``,
+every default), then reads back from its ML Metadata what each component's
+executor cost (wall, CPU = user + sys) and processed, the Trainer's input
+stall in its last epoch and how many epochs of the train split it saw.
+At the sizes given to ``--stock-rows``, runs the same table through a stock
+TFX pipeline (benchmarks/stock_tfx_pipeline.py) training the same number of
+steps. Each pipeline runs in its own process; its total CPU includes the
+~15 s of importing TensorFlow and TFX. Not a test: it prints tables and ratios.
+
+    .venv/bin/python benchmarks/pipeline_scale.py --rows 1500000 10000000 \\
+        --stock-rows 1500000 --work output/bench-pipeline-scale
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+import warnings
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("PYTHONWARNINGS", "ignore")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(_HERE)
+sys.path.insert(0, _ROOT)
+sys.path.insert(0, _HERE)
+
+PIPELINE_NAME = "scale"
+COMPONENTS = (
+    ("ShardedExampleGen", "CsvExampleGen"),
+    ("StatisticsGen", "StatisticsGen"),
+    ("SchemaGen", "SchemaGen"),
+    ("ExampleValidator", None),
+    ("Transform", "Transform"),
+    ("Trainer", "Trainer"),
+    ("Evaluator", "Evaluator"),
+    ("Pusher", None),
+)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(command: list[str], log_path: str) -> tuple[float, float, str]:
+    """Runs a command; returns its wall and CPU seconds and its stdout."""
+    started, cpu_started = time.monotonic(), _children_cpu()
+    with open(log_path, "w") as log:
+        process = subprocess.run(
+            command, stdout=subprocess.PIPE, stderr=log, text=True, check=False
+        )
+    seconds, cpu = time.monotonic() - started, _children_cpu() - cpu_started
+    if process.returncode:
+        raise SystemExit(
+            f"{' '.join(command[:4])}... failed (exit {process.returncode}): {log_path}"
+        )
+    return seconds, cpu, process.stdout
+
+
+def _table(rows: int, work: str) -> str:
+    from scale_table import write_table
+
+    folder = os.path.join(work, f"table-{rows}")
+    if not os.path.isdir(folder):
+        print(f"writing {rows:,} rows to {folder} ...", flush=True)
+        write_table(rows, folder + ".partial")
+        os.rename(folder + ".partial", folder)
+    return folder
+
+
+def _ours(table: str, rows: int, work: str) -> dict:
+    output = os.path.join(work, f"ours-{rows}")
+    shutil.rmtree(output, ignore_errors=True)
+    command = [sys.executable, "-m", "tfrecord_pipelines", "run", "--data", table]
+    command += ["--label", "label", "--name", PIPELINE_NAME, "--output", output, "--no-cache"]
+    print(f"project pipeline, {rows:,} rows ...", flush=True)
+    seconds, cpu, _ = _run(command, output + ".log")
+
+    from tfrecord_pipelines.local.layout import LocalLayout
+    from tfrecord_pipelines.local.run_record import PIPELINE_RUN_CONTEXT, open_store
+    from tfrecord_pipelines.report.run_summary import summarize_run
+
+    store = open_store(LocalLayout(output, PIPELINE_NAME).metadata_path)
+    run_id = store.get_contexts_by_type(PIPELINE_RUN_CONTEXT)[-1].name
+    summary = summarize_run(store, PIPELINE_NAME, run_id)
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "costs": {c.node_id: (c.wall_seconds, c.cpu_seconds, c.records) for c in summary.costs},
+        "input_stall": summary.input_stall,
+        "training": summary.training,
+        "accuracy": summary.metrics.get("sparse_categorical_accuracy"),
+    }
+
+
+def _stock(table: str, rows: int, work: str, train_steps: int, batch_size: int) -> dict:
+    output = os.path.join(work, f"stock-{rows}")
+    shutil.rmtree(output, ignore_errors=True)
+    command = [sys.executable, os.path.join(_HERE, "stock_tfx_pipeline.py"), "--data", table]
+    command += ["--label", "label", "--output", output, "--train-steps", str(train_steps)]
+    command += ["--batch-size", str(batch_size)]
+    print(f"stock TFX, {rows:,} rows, {train_steps:,} steps of {batch_size} ...", flush=True)
+    seconds, cpu, stdout = _run(command, output + ".log")
+    result = json.loads(stdout.strip().splitlines()[-1])
+    return {"seconds": seconds, "cpu": cpu, **result}
+
+
+def _input_child(raw: str, graph: str, copy: str, batch_size: str) -> None:
+    """One pass of the Trainer's input over ExampleGen's shards (the Transform graph in
+    tf.data) and over Transform's materialized copy; prints examples/s and CPU per example."""
+    import tensorflow_transform as tft
+
+    from tfrecord_pipelines.components.task import transformed_name
+    from tfrecord_pipelines.components.trainer.dataset import list_files, make_dataset
+    from tfrecord_pipelines.local.component_costs import process_cpu_seconds
+
+    output = tft.TFTransformOutput(graph)
+    label = transformed_name("label")
+    sources = {
+        "ExampleGen's shards, Transform graph in tf.data": dict(
+            file_pattern=raw,
+            feature_spec=output.raw_feature_spec(),
+            transform=output.transform_features_layer(),
+        ),
+        "Transform's materialized copy": dict(
+            file_pattern=copy, feature_spec=output.transformed_feature_spec()
+        ),
+    }
+    results = {}
+    for name, source in sources.items():
+        dataset = make_dataset(
+            batch_size=int(batch_size), num_epochs=1, label_key=label, device=None, **source
+        )
+        started, cpu_started, examples = time.monotonic(), process_cpu_seconds(), 0
+        for _, labels in dataset:
+            examples += int(labels.shape[0])
+        seconds, cpu = time.monotonic() - started, process_cpu_seconds() - cpu_started
+        results[name] = {
+            "files": len(list_files(source["file_pattern"])),
+            "examples_per_second": examples / seconds,
+            "cpu_us_per_example": 1e6 * cpu / examples,
+        }
+    print(json.dumps(results))
+
+
+def _input_rates(ours_output: str, stock_output: str, batch_size: int, work: str) -> dict:
+    import glob
+
+    ours_root = f"{ours_output}/pipeline_root/{PIPELINE_NAME}"
+    examples = glob.glob(f"{ours_root}/ShardedExampleGen/examples/*")
+    graph = glob.glob(f"{ours_root}/Transform/transform_graph/*")
+    copy = glob.glob(f"{stock_output}/pipeline_root/Transform/transformed_examples/*")
+    command = [sys.executable, os.path.abspath(__file__), "--input-child"]
+    command += [f"{examples[0]}/Split-train/*", graph[0], f"{copy[0]}/Split-train/*"]
+    print("the Trainer's input: shards against the materialized copy ...", flush=True)
+    _, _, stdout = _run([*command, str(batch_size)], os.path.join(work, "input-rates.log"))
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def _print_size(rows: int, ours: dict, stock: dict | None, rates: dict | None) -> None:
+    training = ours["training"]
+    print(f"\n## {rows:,} rows\n")
+    print("| component | wall s | CPU s | records | records/s | stock TFX | wall s | CPU s |")
+    print("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+    for name, stock_name in COMPONENTS:
+        wall, cpu, records = ours["costs"].get(name, (None, None, None))
+        if wall is None:
+            continue
+        rate = f"{records / wall:,.0f}" if records and wall else ""
+        theirs = (stock or {}).get("costs", {}).get(stock_name) if stock_name else None
+        stock_cells = f"{stock_name} | {theirs[0]:.1f} | {theirs[1]:.1f}" if theirs else " | | "
+        records_cell = f"{records:,}" if records else ""
+        print(f"| {name} | {wall:.1f} | {cpu:.1f} | {records_cell} | {rate} | {stock_cells} |")
+    stock_cells = f"| {stock['seconds']:.0f} | {stock['cpu']:.0f} |" if stock else "| | |"
+    print(f"| whole run (process) | {ours['seconds']:.0f} | {ours['cpu']:.0f} | | | {stock_cells}")
+    print()
+    print(
+        f"- trained on {training.examples:,} examples, {training.epochs:.2f} epochs of the "
+        f"{training.train_records:,}-example train split ({training.steps:,} steps of "
+        f"{training.batch_size}); accuracy {ours['accuracy']:.4f}"
+    )
+    print(f"- input stall, last epoch: {100 * ours['input_stall']:.1f}%", end="")
+    print(f" (stock TFX: {100 * stock['input_stall']:.1f}%)" if stock else "")
+    costs = ours["costs"]
+    if "Transform" in costs and "StatisticsGen" in costs:
+        transform_per_row = costs["Transform"][1] / costs["Transform"][2]
+        stats_per_row = costs["StatisticsGen"][1] / costs["StatisticsGen"][2]
+        print(
+            f"- Transform CPU per row analyzed / StatisticsGen CPU per row described: "
+            f"{transform_per_row / stats_per_row:.2f}x"
+        )
+    if stock:
+        print(
+            f"- stock TFX / project: {stock['seconds'] / ours['seconds']:.2f}x wall, "
+            f"{stock['cpu'] / ours['cpu']:.2f}x CPU"
+        )
+    for name, rate in (rates or {}).items():
+        print(
+            f"- the Trainer's input, one pass over the train split at batch "
+            f"{training.batch_size}, {name} ({rate['files']} files): "
+            f"{rate['examples_per_second']:,.0f} examples/s, "
+            f"{rate['cpu_us_per_example']:.1f} us CPU per example"
+        )
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--input-child"]:
+        _input_child(*sys.argv[2:])
+        return
+    warnings.filterwarnings("ignore")  # TFX's imports warn of Python and library versions
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_500_000, 10_000_000])
+    parser.add_argument(
+        "--stock-rows", type=int, nargs="*", default=[1_500_000], help="sizes to run stock TFX on"
+    )
+    parser.add_argument("--work", default=os.path.join(_ROOT, "output", "bench-pipeline-scale"))
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    print(f"{os.cpu_count()} cores; work folder {args.work}", flush=True)
+    for rows in args.rows:
+        table = _table(rows, args.work)
+        ours = _ours(table, rows, args.work)
+        stock = rates = None
+        if rows in args.stock_rows:
+            batch_size = ours["training"].batch_size
+            stock = _stock(table, rows, args.work, ours["training"].steps, batch_size)
+            ours_output = os.path.join(args.work, f"ours-{rows}")
+            stock_output = os.path.join(args.work, f"stock-{rows}")
+            rates = _input_rates(ours_output, stock_output, batch_size, args.work)
+        _print_size(rows, ours, stock, rates)
+    print(f"\nlogs and outputs: {args.work}")
+
+
+if __name__ == "__main__":
+    main()
