@@ -146,7 +146,7 @@ def _cost_lines(costs) -> list[str]:
         rate = cost.records_per_second
         rate_text = f"{rate:>11,.0f}  {RECORDS_MEANING[cost.node_id]}" if rate else ""
         times = f"{cost.wall_seconds:6.1f}  {cost.cpu_seconds:6.1f}"
-        lines.append(f"{cost.node_id:<{width}}  {times} {rate_text}")
+        lines.append(f"{cost.node_id:<{width}}  {times} {rate_text}".rstrip())
     total_wall = sum(c.wall_seconds for c in costs)
     total_cpu = sum(c.cpu_seconds for c in costs)
     lines.append(f"{'all':<{width}}  {total_wall:6.1f}  {total_cpu:6.1f}")
