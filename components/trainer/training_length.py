@@ -22,6 +22,8 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
+from tfrecord_pipelines.components.example_gen.keys import SHARD_PLAN_FILE
+
 # Without a train_steps or epochs: at least one epoch, and at least this many steps.
 DEFAULT_MIN_STEPS = 1000
 # The automatic batch: from the smallest, doubled while an epoch takes more
@@ -32,7 +34,6 @@ DEFAULT_MIN_STEPS = 1000
 AUTO_BATCH_SIZES = (64, 1024)
 AUTO_BATCH_EPOCH_STEPS = 1000
 TRAINING_REPORT = "training.json"
-_SHARD_PLAN = "shard_plan.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +90,6 @@ def plan_training(
     """
     if train_steps is not None and epochs is not None:
         raise ValueError("Give train_steps or epochs, not both.")
-    steps_per_epoch = max(1, math.ceil(train_records / batch_size))
     if train_steps is not None:
         if train_steps < 1:
             raise ValueError(f"train_steps must be at least 1, got {train_steps}.")
@@ -99,9 +99,8 @@ def plan_training(
             raise ValueError(f"epochs must be positive, got {epochs}.")
         steps = max(1, math.ceil(epochs * train_records / batch_size))
         return TrainingLength(steps, batch_size, train_records, "epochs")
-    return TrainingLength(
-        max(DEFAULT_MIN_STEPS, steps_per_epoch), batch_size, train_records, "default"
-    )
+    one_epoch = max(1, math.ceil(train_records / batch_size))
+    return TrainingLength(max(DEFAULT_MIN_STEPS, one_epoch), batch_size, train_records, "default")
 
 
 def split_records(file_patterns: Sequence[str]) -> int:
@@ -113,7 +112,7 @@ def split_records(file_patterns: Sequence[str]) -> int:
     total = 0
     for pattern in file_patterns:
         split_dir = os.path.dirname(pattern)
-        plan_path = os.path.join(os.path.dirname(split_dir), _SHARD_PLAN)
+        plan_path = os.path.join(os.path.dirname(split_dir), SHARD_PLAN_FILE)
         split = os.path.basename(split_dir).removeprefix("Split-")
         if tf.io.gfile.exists(plan_path):
             with tf.io.gfile.GFile(plan_path) as f:
@@ -147,6 +146,4 @@ def read_training_report(model_run_dir: str) -> TrainingLength | None:
         return None
     with tf.io.gfile.GFile(path) as f:
         report = json.load(f)
-    return TrainingLength(
-        report["steps"], report["batch_size"], report["train_records"], report["asked"]
-    )
+    return TrainingLength(**{f.name: report[f.name] for f in dataclasses.fields(TrainingLength)})

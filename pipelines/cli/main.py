@@ -138,13 +138,11 @@ def _coverage(training) -> str:
 
 def _cost_lines(costs) -> list[str]:
     """A small table: each component's wall and CPU seconds and records per second."""
-    from tfrecord_pipelines.report.component_costs import RECORDS_MEANING
-
     width = max(len(c.node_id) for c in costs)
     lines = [f"{'component':<{width}}  wall s   CPU s   records/s"]
     for cost in costs:
         rate = cost.records_per_second
-        rate_text = f"{rate:>11,.0f}  {RECORDS_MEANING[cost.node_id]}" if rate else ""
+        rate_text = f"{rate:>11,.0f}  {cost.records_meaning}" if rate else ""
         times = f"{cost.wall_seconds:6.1f}  {cost.cpu_seconds:6.1f}"
         lines.append(f"{cost.node_id:<{width}}  {times} {rate_text}".rstrip())
     total_wall = sum(c.wall_seconds for c in costs)

@@ -44,6 +44,7 @@ BUILT_IN_PREPROCESSING_FN = "tfrecord_pipelines.components.transform.preprocessi
 BUILT_IN_RUN_FN = "tfrecord_pipelines.components.trainer.run.run_fn"
 SCHEMA_IMPORT_ID = "ImportSchemaGen"
 EXAMPLE_GEN_ID = "ShardedExampleGen"
+STATISTICS_GEN_ID = "StatisticsGen"
 TRANSFORM_ID = "Transform"
 TRAINER_ID = "Trainer"
 EVALUATOR_ID = "Evaluator"
@@ -125,7 +126,7 @@ def create_pipeline(
         examples=example_gen.outputs["examples"],
         # Image bytes get image statistics (formats, sizes) instead of string ones.
         stats_options=tfdv.StatsOptions(enable_semantic_domain_stats=True) if images else None,
-    )
+    ).with_id(STATISTICS_GEN_ID)
     schema_gen = curated_schema or tfx.components.SchemaGen(
         statistics=statistics_gen.outputs["statistics"], infer_feature_shape=True
     )

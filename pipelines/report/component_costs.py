@@ -5,17 +5,17 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from tfrecord_pipelines.components.trainer.training_length import read_training_report
+from tfrecord_pipelines.components.trainer.training_length import TrainingLength
 from tfrecord_pipelines.definition.pipeline import (
     EVALUATOR_ID,
     EXAMPLE_GEN_ID,
+    STATISTICS_GEN_ID,
     TRAINER_ID,
     TRANSFORM_ID,
 )
 from tfrecord_pipelines.local.component_costs import read_cost
 from tfrecord_pipelines.local.run_record import NodeExecution
 
-STATISTICS_GEN_ID = "StatisticsGen"
 # What each data component's records are: a user compares rates of like with like.
 RECORDS_MEANING = {
     EXAMPLE_GEN_ID: "input rows read",
@@ -43,6 +43,11 @@ class ComponentCost:
     records: int | None
 
     @property
+    def records_meaning(self) -> str | None:
+        """What this component's records are, e.g. "train examples analyzed"."""
+        return RECORDS_MEANING.get(self.node_id)
+
+    @property
     def records_per_second(self) -> float | None:
         """Records per wall second, where both are known."""
         if not self.records or not self.wall_seconds:
@@ -59,21 +64,21 @@ def _split_records(run: dict[str, NodeExecution]) -> tuple[int | None, dict[str,
     return plan["records_read"], {name: s["records"] for name, s in plan["splits"].items()}
 
 
-def _examples_trained(run: dict[str, NodeExecution]) -> int | None:
-    node = run.get(TRAINER_ID)
-    model_run = node.output("model_run") if node else None
-    length = read_training_report(model_run.uri) if model_run else None
-    return length.examples if length else None
+def component_costs(
+    run: dict[str, NodeExecution], training: TrainingLength | None
+) -> list[ComponentCost]:
+    """Every executed component's cost, in execution order (reused ones cost nothing).
 
-
-def component_costs(run: dict[str, NodeExecution]) -> list[ComponentCost]:
-    """Every executed component's cost, in execution order (reused ones cost nothing)."""
+    Args:
+      run: the run's executions by node id.
+      training: what the run's Trainer trained on (its ``training.json``), if it said.
+    """
     read, splits = _split_records(run)
     records = {
         EXAMPLE_GEN_ID: read,
         STATISTICS_GEN_ID: sum(splits.values()) if splits else None,
         TRANSFORM_ID: splits.get("train"),
-        TRAINER_ID: _examples_trained(run),
+        TRAINER_ID: training.examples if training else None,
         EVALUATOR_ID: splits.get("eval"),
     }
     costs = []

@@ -39,11 +39,7 @@ from tfrecord_pipelines.definition.pipeline import (
 )
 from tfrecord_pipelines.local.run_record import NODE_CONTEXT, NodeExecution, read_run
 from tfrecord_pipelines.report import charts, statistics, thumbnails
-from tfrecord_pipelines.report.component_costs import (
-    RECORDS_MEANING,
-    ComponentCost,
-    component_costs,
-)
+from tfrecord_pipelines.report.component_costs import ComponentCost, component_costs
 from tfrecord_pipelines.report.evaluation import EvaluationView, read_evaluation
 from tfrecord_pipelines.report.training import TrainingView, read_training
 
@@ -63,7 +59,6 @@ class ComponentRow:
       seconds: from its creation to its last update, once finished.
       cost: its executor's wall and CPU time and records per second, when
         it ran in a local run.
-      records_meaning: what its records are (e.g. "train examples analyzed").
     """
 
     node_id: str
@@ -71,7 +66,6 @@ class ComponentRow:
     started: str
     seconds: float | None
     cost: ComponentCost | None = None
-    records_meaning: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,9 +125,11 @@ def _time(millis: int) -> str:
     return datetime.datetime.fromtimestamp(millis / 1000).isoformat(sep=" ", timespec="seconds")
 
 
-def _components(store, pipeline_name: str, run: dict[str, NodeExecution]) -> list[ComponentRow]:
+def _components(
+    store, pipeline_name: str, run: dict[str, NodeExecution], training: TrainingLength | None
+) -> list[ComponentRow]:
     rows = []
-    costs = {cost.node_id: cost for cost in component_costs(run)}
+    costs = {cost.node_id: cost for cost in component_costs(run, training)}
     for node_id, node in run.items():
         execution = node.execution
         finished = node.state in ("complete", "cached", "failed", "canceled")
@@ -149,7 +145,6 @@ def _components(store, pipeline_name: str, run: dict[str, NodeExecution]) -> lis
                 _time(execution.create_time_since_epoch),
                 seconds,
                 costs.get(node_id),
-                RECORDS_MEANING.get(node_id),
             )
         )
     if not any(node.state in ("failed", "canceled") for node in run.values()):
@@ -270,6 +265,6 @@ def build_run_report(store, pipeline_name: str, run_id: str) -> RunReport:
     return RunReport(
         pipeline=pipeline_name,
         run_id=run_id,
-        components=_components(store, pipeline_name, run),
+        components=_components(store, pipeline_name, run, fields.get("coverage")),
         **fields,
     )

@@ -99,6 +99,7 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
     evaluation = evaluator.output("evaluation")
     model_run = trainer.output("model_run")
     was_pushed = pusher.custom_properties["pushed"].int_value == 1
+    training = read_training_report(model_run.uri)
     return RunSummary(
         blessed=evaluator.output("blessing").custom_properties["blessed"].int_value == 1,
         pushed_model=(
@@ -109,7 +110,7 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         metrics=overall_metrics(evaluation.uri),
         model_run=model_run.uri,
         input_stall=last_epoch_share(model_run.uri),
-        training=read_training_report(model_run.uri),
+        training=training,
         resumed_steps=resumed_steps(model_run.uri),
         quarantined=quarantine.custom_properties["count"].int_value,
         quarantine=quarantine.uri,
@@ -118,5 +119,5 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         executed=tuple(
             n for n, e in run.items() if e.state == "complete" and n != BASELINE_RESOLVER
         ),
-        costs=tuple(component_costs(run)),
+        costs=tuple(component_costs(run, training)),
     )
