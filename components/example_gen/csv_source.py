@@ -14,10 +14,9 @@ are missing values; a UTF-8 byte order mark is not part of the data.
 
 from __future__ import annotations
 
-import gc
 import os
+from collections.abc import Iterator
 
-import apache_beam as beam
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import tensorflow as tf
@@ -26,12 +25,11 @@ from tfrecord_pipelines.components.example_gen.csv_blocks import (
     CsvBlock,
     CsvLayout,
     cut_block,
-    plan_blocks,
     split_records,
 )
 from tfrecord_pipelines.components.example_gen.csv_rows import RowParser
 from tfrecord_pipelines.components.example_gen.features import ColumnType
-from tfrecord_pipelines.components.example_gen.quarantine import QUARANTINE_TAG, QuarantineRecord
+from tfrecord_pipelines.components.example_gen.quarantine import QuarantineRecord
 from tfrecord_pipelines.components.example_gen.record_encoding import (
     ExampleEncoder,
     as_feature_column,
@@ -56,8 +54,12 @@ _CUT_INTO = 16
 _ROW_BY_ROW_BYTES = 64 * 1024
 
 
-class _BlockToExamples(beam.DoFn):
-    """Parses a block; emits ``(split, [serialized tf.Example])`` and QuarantineRecords."""
+class BlockConverter:
+    """Parses CSV blocks into ``(split, [serialized tf.Example])`` and QuarantineRecords.
+
+    Engine-neutral: Beam (``beam_sources``) and Spark (``spark/``) run it alike.
+    Call ``setup`` once in the process that converts, then ``convert`` per block.
+    """
 
     def __init__(
         self,
@@ -71,10 +73,8 @@ class _BlockToExamples(beam.DoFn):
         self._required = required
         self._assigner = assigner
 
-    def setup(self):
-        # TensorFlow and Beam leave millions of long-lived objects; every full
-        # garbage collection walks them all. Frozen objects are skipped.
-        gc.freeze()
+    def setup(self) -> None:
+        """Builds the encoder and parsers (not picklable, so made where they run)."""
         self._encoder = ExampleEncoder()
         self._rows = RowParser(self._layout, self._types, self._required)
         self._convert = pacsv.ConvertOptions(
@@ -85,7 +85,8 @@ class _BlockToExamples(beam.DoFn):
         )
         self._parse = pacsv.ParseOptions(newlines_in_values=True)
 
-    def process(self, block: CsvBlock):
+    def convert(self, block: CsvBlock) -> Iterator[tuple[str, list[bytes]] | QuarantineRecord]:
+        """Yields the block's records by split and its bad rows."""
         yield from self._convert_part(block.path, block.read(), block.first_line)
 
     def _convert_part(self, path: str, data: bytes, first_line: int):
@@ -100,9 +101,7 @@ class _BlockToExamples(beam.DoFn):
             outcome = self._rows.parse(list(split_records(data, first_line)))
             batch = outcome.batch
             for record, text, reason in outcome.bad:
-                yield beam.pvalue.TaggedOutput(
-                    QUARANTINE_TAG, QuarantineRecord(path, text, reason, line=record.line)
-                )
+                yield QuarantineRecord(path, text, reason, line=record.line)
         records = self._encoder.encode(batch)
         key = self._assigner.key
         yield from self._assigner.assign(
@@ -132,29 +131,6 @@ class _BlockToExamples(beam.DoFn):
             as_feature_column(table.column(name), self._types[name]) for name in self._layout.header
         ]
         return pa.RecordBatch.from_arrays(columns, names=list(self._layout.header))
-
-
-@beam.ptransform_fn
-def CsvToExamples(  # noqa: N802 - Beam transforms are named like classes
-    pipeline: beam.Pipeline,
-    files: list[str],
-    layout: CsvLayout,
-    types: dict[str, ColumnType],
-    required: list[str],
-    assigner: SplitAssigner,
-    block_bytes: int,
-):
-    """Reads CSV files; returns a DoOutputsTuple (main: split record batches, quarantine)."""
-    return (
-        pipeline
-        | "ListFiles" >> beam.Create(files)
-        | "PlanBlocks" >> beam.FlatMap(plan_blocks, block_bytes)
-        | "Distribute" >> beam.Reshuffle()
-        | "ParseBlocks"
-        >> beam.ParDo(_BlockToExamples(layout, types, required, assigner)).with_outputs(
-            QUARANTINE_TAG, main="examples"
-        )
-    )
 
 
 def list_files(input_base: str, pattern: str) -> list[str]:

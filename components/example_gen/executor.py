@@ -19,6 +19,7 @@ from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils, proto_utils
 
 from tfrecord_pipelines.components.example_gen import keys
+from tfrecord_pipelines.components.example_gen.beam_sources import ReadSource
 from tfrecord_pipelines.components.example_gen.quarantine import (
     QUARANTINE_FILE_PREFIX,
     QUARANTINE_FILE_SUFFIX,
@@ -34,7 +35,7 @@ from tfrecord_pipelines.components.example_gen.sources import (
     DEFAULT_BLOCK_BYTES,
     DEFAULT_ENCODING,
     SourceOptions,
-    read_examples,
+    plan_source,
 )
 from tfrecord_pipelines.components.example_gen.spill import SpillRecords
 from tfrecord_pipelines.components.example_gen.split_assignment import SplitAssigner
@@ -51,6 +52,16 @@ def _load_schema(input_dict: dict[str, list[types.Artifact]]) -> schema_pb2.Sche
         return None
     path = io_utils.get_only_uri_in_dir(artifacts[0].uri)
     return io_utils.parse_pbtxt_file(path, schema_pb2.Schema())
+
+
+def source_options(exec_properties: dict[str, Any]) -> SourceOptions:
+    """Returns how the input is read, from the component's parameters."""
+    return SourceOptions(
+        label_key=exec_properties.get(keys.LABEL_KEY),
+        schema=exec_properties.get(_SCHEMA),
+        block_bytes=exec_properties.get(keys.BLOCK_BYTES_KEY) or DEFAULT_BLOCK_BYTES,
+        encoding=exec_properties.get(keys.ENCODING_KEY) or DEFAULT_ENCODING,
+    )
 
 
 def _split_sources(
@@ -74,20 +85,14 @@ def _read_spilled_splits(
     """Applies the source transforms; returns (split name → PCollection of Spilled files)."""
     batches, quarantines = [], []
     for number, (pattern, assigner) in enumerate(_split_sources(input_config, output_config)):
-        outputs = read_examples(
-            pipeline,
+        plan = plan_source(
             exec_properties[keys.SOURCE_FORMAT_KEY],
             exec_properties[standard_component_specs.INPUT_BASE_KEY],
             pattern,
             assigner=assigner,
-            options=SourceOptions(
-                label_key=exec_properties.get(keys.LABEL_KEY),
-                schema=exec_properties.get(_SCHEMA),
-                block_bytes=exec_properties.get(keys.BLOCK_BYTES_KEY) or DEFAULT_BLOCK_BYTES,
-                encoding=exec_properties.get(keys.ENCODING_KEY) or DEFAULT_ENCODING,
-            ),
-            stage=f"Input{number}",
+            options=source_options(exec_properties),
         )
+        outputs = pipeline | f"Read[Input{number}]" >> ReadSource(plan)
         batches.append(outputs["examples"])
         quarantines.append(outputs[QUARANTINE_TAG])
     _ = (
@@ -113,15 +118,14 @@ def _read_spilled_splits(
 @beam.ptransform_fn
 def _SourceToRecords(pipeline, exec_properties: dict[str, Any], split_pattern: str):  # noqa: N802
     """TFX's per-record source interface, for callers of GenerateExamplesByBeam."""
-    outputs = read_examples(
-        pipeline,
+    plan = plan_source(
         exec_properties[keys.SOURCE_FORMAT_KEY],
         exec_properties[standard_component_specs.INPUT_BASE_KEY],
         split_pattern,
         assigner=SplitAssigner(names=("all",), hash_buckets=(1,)),
         options=SourceOptions(label_key=exec_properties.get(keys.LABEL_KEY)),
-        stage="Input",
     )
+    outputs = pipeline | "Read[Input]" >> ReadSource(plan)
     return outputs["examples"] | "Flatten" >> beam.FlatMap(lambda element: element[1])
 
 

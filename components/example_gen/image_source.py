@@ -14,13 +14,13 @@ from __future__ import annotations
 import os
 import re
 import zlib
+from collections.abc import Iterator
 
-import apache_beam as beam
 import tensorflow as tf
 
 from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.example_gen.features import ColumnType, feature, serialize
-from tfrecord_pipelines.components.example_gen.quarantine import QUARANTINE_TAG, QuarantineRecord
+from tfrecord_pipelines.components.example_gen.quarantine import QuarantineRecord
 from tfrecord_pipelines.components.example_gen.split_assignment import SplitAssigner
 from tfrecord_pipelines.components.image_folder import (
     CHANNELS_KEY,
@@ -92,14 +92,25 @@ def image_shapes(images: list[bytes]) -> list[tuple[int, int, int] | Exception]:
     return shapes
 
 
-class _ImagesToExamples(beam.DoFn):
-    """Converts a batch of files; emits ``(split, [serialized example])`` and QuarantineRecords."""
+class ImageConverter:
+    """Converts batches of image files into ``(split, [serialized example])`` and QuarantineRecords.
+
+    Engine-neutral, as ``csv_source.BlockConverter``: ``setup`` once, then
+    ``convert`` per batch of files, or ``convert_read`` per batch of files
+    whose bytes the engine has read (Spark's ``binaryFile`` source).
+    """
 
     def __init__(self, label_key: str, assigner: SplitAssigner):
         self._label_key = label_key
         self._assigner = assigner
 
-    def process(self, items: list[LabelledFile]):
+    def setup(self) -> None:
+        """Nothing to build: TensorFlow's decoders need no state."""
+
+    def convert(
+        self, items: list[LabelledFile]
+    ) -> Iterator[tuple[str, list[bytes]] | QuarantineRecord]:
+        """Reads the files and yields their records by split and the bad files."""
         readable, contents = [], []
         for item in items:
             try:
@@ -107,11 +118,17 @@ class _ImagesToExamples(beam.DoFn):
                     contents.append(f.read())
                 readable.append(item)
             except (tf.errors.NotFoundError, OSError) as e:
-                yield self._bad(item, f"unreadable file: {e}")
+                yield unreadable(item, e)
+        yield from self.convert_read(readable, contents)
+
+    def convert_read(
+        self, items: list[LabelledFile], contents: list[bytes]
+    ) -> Iterator[tuple[str, list[bytes]] | QuarantineRecord]:
+        """Yields the records of files already read, by split, and the bad files."""
         records = []
-        for item, encoded, shape in zip(readable, contents, image_shapes(contents), strict=True):
+        for item, encoded, shape in zip(items, contents, image_shapes(contents), strict=True):
             if isinstance(shape, Exception):
-                yield self._bad(item, f"not an image: {decode_error(shape)}")
+                yield _bad(item, f"not an image: {decode_error(shape)}")
             else:
                 records.append(self._example(item, encoded, shape))
         yield from self._assigner.assign(records)
@@ -130,31 +147,20 @@ class _ImagesToExamples(beam.DoFn):
             }
         )
 
-    @staticmethod
-    def _bad(item: LabelledFile, reason: str):
-        return beam.pvalue.TaggedOutput(
-            QUARANTINE_TAG, QuarantineRecord(item.path, os.path.basename(item.path), reason)
-        )
+
+def _bad(item: LabelledFile, reason: str) -> QuarantineRecord:
+    return QuarantineRecord(item.path, os.path.basename(item.path), reason)
 
 
-@beam.ptransform_fn
-def ImagesToExamples(  # noqa: N802 - Beam transforms are named like classes
-    pipeline: beam.Pipeline, files: list[LabelledFile], label_key: str, assigner: SplitAssigner
-):
-    """Reads image files; returns a DoOutputsTuple (main: split record batches, quarantine).
+def unreadable(item: LabelledFile, error: Exception | str) -> QuarantineRecord:
+    """Returns the quarantine record of a file that could not be read."""
+    return _bad(item, f"unreadable file: {error}")
 
-    Files are taken in the order of a hash of their path, not class by class:
-    shards then mix the classes, which readers' shuffle buffers, a window of
+
+def mixed_order(files: list[LabelledFile]) -> list[LabelledFile]:
+    """Returns the files in the order of a hash of their path, not class by class.
+
+    Shards then mix the classes, which readers' shuffle buffers, a window of
     a few batches, cannot do for shards sorted by class.
     """
-    mixed = sorted(files, key=lambda f: (zlib.crc32(f.path.encode()), f.path))
-    return (
-        pipeline
-        | "ListFiles" >> beam.Create(mixed)
-        | "Distribute" >> beam.Reshuffle()
-        | "Batch" >> beam.BatchElements(min_batch_size=8, max_batch_size=256)
-        | "ReadImages"
-        >> beam.ParDo(_ImagesToExamples(label_key, assigner)).with_outputs(
-            QUARANTINE_TAG, main="examples"
-        )
-    )
+    return sorted(files, key=lambda f: (zlib.crc32(f.path.encode()), f.path))

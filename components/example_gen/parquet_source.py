@@ -11,9 +11,8 @@ Unreadable files and rows missing a required column are quarantined too.
 from __future__ import annotations
 
 import dataclasses
-import gc
+from collections.abc import Iterator
 
-import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,7 +20,7 @@ import pyarrow.parquet as pq
 
 from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.example_gen.features import ColumnType
-from tfrecord_pipelines.components.example_gen.quarantine import QUARANTINE_TAG, QuarantineRecord
+from tfrecord_pipelines.components.example_gen.quarantine import QuarantineRecord
 from tfrecord_pipelines.components.example_gen.record_encoding import (
     ExampleEncoder,
     as_feature_column,
@@ -61,15 +60,13 @@ def _column_type(name: str, arrow_type: pa.DataType) -> ColumnType:
     )
 
 
-def plan_row_groups(path: str):
+def plan_row_groups(path: str) -> Iterator[RowGroup | QuarantineRecord]:
     """Yields the file's row groups, or one QuarantineRecord if it cannot be read."""
     try:
         with filesystem.open_binary(path) as f:
             metadata = pq.ParquetFile(f).metadata
     except (pa.ArrowException, OSError) as e:
-        yield beam.pvalue.TaggedOutput(
-            QUARANTINE_TAG, QuarantineRecord(path, path, f"unreadable Parquet file: {e}")
-        )
+        yield QuarantineRecord(path, path, f"unreadable Parquet file: {e}")
         return
     first = 1
     for index in range(metadata.num_row_groups):
@@ -109,18 +106,23 @@ def _bad_rows(batch: pa.RecordBatch, required: set[str]) -> dict[int, str]:
     return bad
 
 
-class _RowGroupToExamples(beam.DoFn):
-    """Reads one row group; emits ``(split, [serialized tf.Example])`` and QuarantineRecords."""
+class RowGroupConverter:
+    """Reads row groups into ``(split, [serialized tf.Example])`` and QuarantineRecords.
+
+    Engine-neutral, as ``csv_source.BlockConverter``: ``setup`` once, then
+    ``convert`` per row group.
+    """
 
     def __init__(self, required: list[str], assigner: SplitAssigner):
         self._required = set(required)
         self._assigner = assigner
 
-    def setup(self):
-        gc.freeze()  # see csv_source
+    def setup(self) -> None:
+        """Builds the encoder (not picklable, so made where it runs)."""
         self._encoder = ExampleEncoder()
 
-    def process(self, group: RowGroup):
+    def convert(self, group: RowGroup) -> Iterator[tuple[str, list[bytes]] | QuarantineRecord]:
+        """Yields the row group's records by split and its bad rows."""
         # Read on demand, one row group at a time, not the whole file.
         with filesystem.open_binary(group.path) as f:
             yield from self._read(group, pq.ParquetFile(f))
@@ -131,10 +133,7 @@ class _RowGroupToExamples(beam.DoFn):
         for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, row_groups=[group.index]):
             bad = _bad_rows(batch, self._required)
             for index, reason in sorted(bad.items()):
-                yield beam.pvalue.TaggedOutput(
-                    QUARANTINE_TAG,
-                    QuarantineRecord(group.path, f"row {row + index}", reason, line=row + index),
-                )
+                yield QuarantineRecord(group.path, f"row {row + index}", reason, line=row + index)
             if bad:
                 keep = np.ones(batch.num_rows, dtype=bool)
                 keep[list(bad)] = False
@@ -149,26 +148,3 @@ class _RowGroupToExamples(beam.DoFn):
             key = self._assigner.key
             keys = first_values_as_text(features.column(key)) if key else None
             yield from self._assigner.assign(records, keys)
-
-
-@beam.ptransform_fn
-def ParquetToExamples(  # noqa: N802 - Beam transforms are named like classes
-    pipeline: beam.Pipeline, files: list[str], required: list[str], assigner: SplitAssigner
-):
-    """Reads Parquet files; returns a DoOutputsTuple (main: split record batches, quarantine)."""
-    groups = (
-        pipeline
-        | "ListFiles" >> beam.Create(files)
-        | "PlanRowGroups"
-        >> beam.FlatMap(plan_row_groups).with_outputs(QUARANTINE_TAG, main="groups")
-    )
-    read = (
-        groups.groups
-        | "Distribute" >> beam.Reshuffle()
-        | "ReadRowGroups"
-        >> beam.ParDo(_RowGroupToExamples(required, assigner)).with_outputs(
-            QUARANTINE_TAG, main="examples"
-        )
-    )
-    quarantine = (groups[QUARANTINE_TAG], read[QUARANTINE_TAG]) | "Quarantine" >> beam.Flatten()
-    return {"examples": read.examples, QUARANTINE_TAG: quarantine}

@@ -21,6 +21,7 @@ import os
 import struct
 import uuid
 import zlib
+from collections.abc import Iterable
 
 import apache_beam as beam
 import tensorflow as tf
@@ -51,6 +52,14 @@ def shard_suffix(compression: str) -> str:
     return ".gz" if parse_compression(compression)[0] == GZIP else ""
 
 
+def _add_sample(acc: list, records) -> None:
+    for record in records:
+        if acc[3] >= _SAMPLE_BYTES:
+            break
+        acc[2].append(record)
+        acc[3] += len(record)
+
+
 class _MeasureSplit(beam.CombineFn):
     """Counts records and bytes, keeping a sample to measure compression."""
 
@@ -60,11 +69,7 @@ class _MeasureSplit(beam.CombineFn):
     def add_input(self, acc, spilled: Spilled):
         acc[0] += spilled.records
         acc[1] += spilled.bytes
-        for record in spilled.sample:
-            if acc[3] >= _SAMPLE_BYTES:
-                break
-            acc[2].append(record)
-            acc[3] += len(record)
+        _add_sample(acc, spilled.sample)
         return acc
 
     def merge_accumulators(self, accumulators):
@@ -72,15 +77,20 @@ class _MeasureSplit(beam.CombineFn):
         for count, size, sample, _ in accumulators:
             merged[0] += count
             merged[1] += size
-            for record in sample:
-                if merged[3] >= _SAMPLE_BYTES:
-                    break
-                merged[2].append(record)
-                merged[3] += len(record)
+            _add_sample(merged, sample)
         return merged
 
     def extract_output(self, acc):
         return acc
+
+
+def measure_split(spilled: Iterable[Spilled]) -> list:
+    """Returns a split's measure (records, bytes, sample, sample bytes) for ``plan_split``."""
+    measure = _MeasureSplit()
+    acc = measure.create_accumulator()
+    for one in spilled:
+        acc = measure.add_input(acc, one)
+    return acc
 
 
 def _framed(record: bytes) -> bytes:
@@ -94,7 +104,8 @@ def _framed(record: bytes) -> bytes:
     )
 
 
-def _plan(measure, options: ShardingOptions, compression: str) -> ShardPlan | None:
+def plan_split(measure, options: ShardingOptions, compression: str) -> ShardPlan | None:
+    """Returns the shard plan of a measured split (None when it has no records)."""
     count, size, sample, _ = measure
     if count == 0:
         return None
@@ -106,47 +117,91 @@ def _plan(measure, options: ShardingOptions, compression: str) -> ShardPlan | No
     return plan_shards(on_disk, count, options)
 
 
-class _WritePieces(beam.DoFn):
-    """Writes each bundle's records into one piece file per planned shard, compressed.
+class PieceWriter:
+    """Writes records into one piece file per planned shard, compressed.
 
     A piece is a complete TFRecord file in the shard's compression: GZIP
     pieces are GZIP members, which TensorFlow's and Beam's readers read one
     after the other when concatenated, as RFC 1952 allows. So a shard is its
-    pieces' bytes joined, with no record read or written again. Only piece
-    paths travel through the shuffle that gathers a shard, never the records.
+    pieces' bytes joined (``merge_pieces``), with no record read or written
+    again. Only piece paths travel to the step that gathers a shard, never
+    the records. Engine-neutral: a Beam bundle or a Spark task makes one and
+    names its pieces ``<name>-<shard>``.
     """
+
+    def __init__(self, pieces_dir: str, compression: str, name: str):
+        kind, level = parse_compression(compression)
+        self._options = tf.io.TFRecordOptions(
+            compression_type="GZIP" if kind == GZIP else "", compression_level=level
+        )
+        self._pieces_dir = pieces_dir
+        self._name = name
+        self._writers: dict[int, list] = {}
+
+    def write(self, spill_path: str, plan: ShardPlan) -> None:
+        """Deals a spill file's records to their shards' pieces."""
+        for record in read_spilled(spill_path):
+            shard = plan.shard_of(record)
+            entry = self._writers.get(shard)
+            if entry is None:
+                tf.io.gfile.makedirs(self._pieces_dir)
+                path = os.path.join(self._pieces_dir, f"{self._name}-{shard:05d}")
+                entry = self._writers[shard] = [tf.io.TFRecordWriter(path, self._options), path, 0]
+            entry[0].write(record)
+            entry[2] += 1
+
+    def close(self) -> list[tuple[int, tuple[str, int]]]:
+        """Closes the pieces; returns ``(shard, (piece path, records))`` of each."""
+        pieces = []
+        for shard, (writer, path, count) in self._writers.items():
+            writer.close()
+            pieces.append((shard, (path, count)))
+        self._writers = {}
+        return pieces
+
+
+class _WritePieces(beam.DoFn):
+    """Beam's pieces: one PieceWriter per bundle; each spill file is removed once read."""
 
     def __init__(self, pieces_dir: str, compression: str):
         self._pieces_dir = pieces_dir
         self._compression = compression
 
-    def setup(self):
-        kind, level = parse_compression(self._compression)
-        self._options = tf.io.TFRecordOptions(
-            compression_type="GZIP" if kind == GZIP else "", compression_level=level
-        )
-
     def start_bundle(self):
-        self._writers = {}
+        self._writer = PieceWriter(self._pieces_dir, self._compression, uuid.uuid4().hex)
 
     def process(self, spilled: Spilled, plan: ShardPlan):
-        for record in read_spilled(spilled.path):
-            shard = plan.shard_of(record)
-            entry = self._writers.get(shard)
-            if entry is None:
-                tf.io.gfile.makedirs(self._pieces_dir)
-                path = os.path.join(self._pieces_dir, f"{uuid.uuid4().hex}-{shard:05d}")
-                entry = self._writers[shard] = [tf.io.TFRecordWriter(path, self._options), path, 0]
-            entry[0].write(record)
-            entry[2] += 1
+        self._writer.write(spilled.path, plan)
         tf.io.gfile.remove(spilled.path)
 
     def finish_bundle(self):
-        for shard, (writer, path, count) in self._writers.items():
-            writer.close()
+        for piece in self._writer.close():
             yield beam.utils.windowed_value.WindowedValue(
-                (shard, (path, count)), 0, [beam.transforms.window.GlobalWindow()]
+                piece, 0, [beam.transforms.window.GlobalWindow()]
             )
+
+
+def temp_shard_name(index: int, compression: str) -> str:
+    """Returns a merged shard's name until ``finalize_split`` numbers it."""
+    return f"{_TEMP_PREFIX}{index:05d}{shard_suffix(compression)}"
+
+
+def merge_pieces(pieces: Iterable[tuple[str, int]], path: str, *, remove: bool) -> int:
+    """Joins pieces, byte for byte and in path order, into ``path``; returns the records.
+
+    ``remove`` deletes each piece once copied (an engine that may retry the
+    merge keeps them; ``finalize_split`` removes what is left).
+    """
+    count = 0
+    with tf.io.gfile.GFile(path, "wb") as shard:
+        for piece, piece_count in sorted(pieces):
+            with tf.io.gfile.GFile(piece, "rb") as f:
+                while chunk := f.read(_COPY_BYTES):
+                    shard.write(chunk)
+            count += piece_count
+            if remove:
+                tf.io.gfile.remove(piece)
+    return count
 
 
 class _MergeShard(beam.DoFn):
@@ -159,21 +214,12 @@ class _MergeShard(beam.DoFn):
     def process(self, element):
         index, pieces = element
         tf.io.gfile.makedirs(self._split_dir)
-        path = os.path.join(
-            self._split_dir, f"{_TEMP_PREFIX}{index:05d}{shard_suffix(self._compression)}"
-        )
-        count = 0
-        with tf.io.gfile.GFile(path, "wb") as shard:
-            for piece, piece_count in sorted(pieces):
-                with tf.io.gfile.GFile(piece, "rb") as f:
-                    while chunk := f.read(_COPY_BYTES):
-                        shard.write(chunk)
-                count += piece_count
-                tf.io.gfile.remove(piece)
-        yield {"index": index, "path": path, "records": count}
+        path = os.path.join(self._split_dir, temp_shard_name(index, self._compression))
+        yield {"index": index, "path": path, "records": merge_pieces(pieces, path, remove=True)}
 
 
-def _write_outcome(shards: list[dict], plan: ShardPlan | None, path: str) -> None:
+def write_outcome(shards: list[dict], plan: ShardPlan | None, path: str) -> None:
+    """Writes a split's plan and merged shards ({"index", "path", "records"}) for finalize."""
     outcome = {
         "planned_shards": plan.num_shards if plan else 0,
         "estimated_bytes": plan.estimated_bytes if plan else 0,
@@ -200,7 +246,7 @@ def WriteShardedTFRecords(  # noqa: N802 - Beam transforms are named like classe
     plan = (
         records
         | "Measure" >> beam.CombineGlobally(_MeasureSplit())
-        | "Plan" >> beam.Map(_plan, options, compression)
+        | "Plan" >> beam.Map(plan_split, options, compression)
     )
     plan_view = beam.pvalue.AsSingleton(plan)
     return (
@@ -209,7 +255,7 @@ def WriteShardedTFRecords(  # noqa: N802 - Beam transforms are named like classe
         | "GroupByShard" >> beam.GroupByKey()
         | "MergeShard" >> beam.ParDo(_MergeShard(split_dir, compression))
         | "Collect" >> beam.combiners.ToList()
-        | "WriteOutcome" >> beam.Map(_write_outcome, plan_view, outcome_path)
+        | "WriteOutcome" >> beam.Map(write_outcome, plan_view, outcome_path)
     )
 
 

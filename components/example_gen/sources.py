@@ -1,10 +1,9 @@
-"""Chooses the Beam source transform for a source format."""
+"""What to read and how to convert it, for any engine: files, units, converter."""
 
 from __future__ import annotations
 
 import dataclasses
 
-import apache_beam as beam
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from tfrecord_pipelines.components import data_source, image_folder
@@ -16,6 +15,9 @@ from tfrecord_pipelines.components.example_gen import (
     image_source,
     parquet_source,
 )
+from tfrecord_pipelines.components.example_gen.csv_source import BlockConverter
+from tfrecord_pipelines.components.example_gen.image_source import ImageConverter
+from tfrecord_pipelines.components.example_gen.parquet_source import RowGroupConverter
 from tfrecord_pipelines.components.example_gen.split_assignment import SplitAssigner
 
 # CSV bytes per Beam element: large enough that Beam's cost per element
@@ -50,22 +52,37 @@ class SourceOptions:
         data_source.check_encoding(self.encoding)
 
 
-def read_examples(
-    pipeline: beam.Pipeline,
+@dataclasses.dataclass(frozen=True)
+class SourcePlan:
+    """What an engine needs to convert one input pattern.
+
+    Attributes:
+      source_format: ``csv``, ``parquet`` or ``images``.
+      files: the input files, sorted (paths; for images, LabelledFiles in
+        ``image_source.mixed_order``).
+      converter: the engine-neutral converter of the format's units (CSV
+        blocks, Parquet row groups, batches of images).
+      block_bytes: CSV: bytes per block.
+    """
+
+    source_format: str
+    files: list
+    converter: BlockConverter | RowGroupConverter | ImageConverter
+    block_bytes: int
+
+
+def plan_source(
     source_format: str,
     input_base: str,
     pattern: str,
     *,
     assigner: SplitAssigner,
     options: SourceOptions,
-    stage: str,
-) -> beam.pvalue.DoOutputsTuple:
-    """Applies the source transform; returns its outputs.
+) -> SourcePlan:
+    """Lists the files and, for CSV, types the columns; returns the plan any engine runs.
 
-    Outputs: ``examples``, elements ``(split_name, [serialized tf.Example])``,
-    and ``quarantine``, QuarantineRecords. Files are listed and, for CSV,
-    typed here, when the pipeline is built, so that a missing path or an
-    empty folder fails before any worker starts.
+    Done before any worker starts, so that a missing path or an empty folder
+    fails first.
 
     Raises:
       ValueError: if the input is missing or empty, or the label column is not in it.
@@ -77,15 +94,15 @@ def read_examples(
                 f"Splitting on a key column ({assigner.key!r}) is for tabular data; "
                 "image folders are split by a hash of each record."
             )
-        files = image_folder.list_images(input_base)
-        return pipeline | f"ReadImages[{stage}]" >> image_source.ImagesToExamples(
-            files, options.label_key or image_folder.DEFAULT_LABEL_KEY, assigner
+        files = image_source.mixed_order(image_folder.list_images(input_base))
+        converter = image_source.ImageConverter(
+            options.label_key or image_folder.DEFAULT_LABEL_KEY, assigner
         )
+        return SourcePlan(source_format, files, converter, options.block_bytes)
     files = csv_source.list_files(input_base, pattern)
     if source_format == PARQUET:
-        return pipeline | f"ReadParquet[{stage}]" >> parquet_source.ParquetToExamples(
-            files, required, assigner
-        )
+        converter = parquet_source.RowGroupConverter(required, assigner)
+        return SourcePlan(source_format, files, converter, options.block_bytes)
     header = data_source.read_header(files, options.encoding)
     if options.label_key and options.label_key not in header:
         raise ValueError(
@@ -94,6 +111,5 @@ def read_examples(
         )
     types = csv_types.infer_column_types(files, header, options.schema, options.encoding)
     layout = csv_blocks.CsvLayout(header=tuple(header), encoding=options.encoding)
-    return pipeline | f"ReadCsv[{stage}]" >> csv_source.CsvToExamples(
-        files, layout, types, required, assigner, options.block_bytes
-    )
+    converter = csv_source.BlockConverter(layout, types, required, assigner)
+    return SourcePlan(source_format, files, converter, options.block_bytes)

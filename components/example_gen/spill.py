@@ -48,26 +48,27 @@ def read_spilled(path: str, batch_size: int = 4096):
         yield from batch.numpy()
 
 
-class SpillRecords(beam.DoFn):
-    """Writes ``(split, [record])`` batches to one spill file per split per bundle.
+class SpillWriter:
+    """Writes ``(split, [record])`` batches to one spill file per split.
 
-    Emits a ``Spilled`` per file when the bundle ends, and prints progress
-    every 250,000 records (per worker).
+    Engine-neutral: a Beam bundle or a Spark task makes one, names its files
+    ``<split>-<name>.tfrecord`` in ``spill_dir``, and ``close`` returns a
+    ``Spilled`` per file. Prints progress every 250,000 records (per process).
     """
 
-    def __init__(self, spill_dir: str):
+    _seen = 0  # per process, across writers
+
+    def __init__(self, spill_dir: str, name: str):
         self._spill_dir = spill_dir
-        self._seen = 0
+        self._name = name
+        self._open: dict[str, dict] = {}
 
-    def start_bundle(self):
-        self._open = {}
-
-    def process(self, element: tuple[str, list[bytes]]):
-        split, records = element
+    def add(self, split: str, records: list[bytes]) -> None:
+        """Writes one split's records."""
         entry = self._open.get(split)
         if entry is None:
             tf.io.gfile.makedirs(self._spill_dir)
-            path = os.path.join(self._spill_dir, f"{split}-{uuid.uuid4().hex}.tfrecord")
+            path = os.path.join(self._spill_dir, f"{split}-{self._name}.tfrecord")
             entry = self._open[split] = {
                 "writer": tf.io.TFRecordWriter(path), "path": path, "records": 0,
                 "bytes": 0, "sample": [], "sample_bytes": 0,
@@ -82,16 +83,47 @@ class SpillRecords(beam.DoFn):
                 break
             entry["sample"].append(record)
             entry["sample_bytes"] += len(record)
-        before, self._seen = self._seen, self._seen + len(records)
-        if self._seen // _PROGRESS_EVERY > before // _PROGRESS_EVERY:
-            print(f"  ... {self._seen:,} examples converted by worker {os.getpid()}", flush=True)
+        before = SpillWriter._seen
+        SpillWriter._seen += len(records)
+        if SpillWriter._seen // _PROGRESS_EVERY > before // _PROGRESS_EVERY:
+            print(
+                f"  ... {SpillWriter._seen:,} examples converted by worker {os.getpid()}",
+                flush=True,
+            )
 
-    def finish_bundle(self):
+    def flush(self) -> None:
+        """Makes what was written so far readable (for fault tests and progress)."""
+        for entry in self._open.values():
+            entry["writer"].flush()
+
+    def close(self) -> list[Spilled]:
+        """Closes the files; returns what each holds."""
+        spilled = []
         for split, entry in self._open.items():
             entry["writer"].close()
-            spilled = Spilled(
-                split, entry["path"], entry["records"], entry["bytes"], tuple(entry["sample"])
+            spilled.append(
+                Spilled(
+                    split, entry["path"], entry["records"], entry["bytes"], tuple(entry["sample"])
+                )
             )
+        self._open = {}
+        return spilled
+
+
+class SpillRecords(beam.DoFn):
+    """Beam's spill: one ``SpillWriter`` per bundle; emits a ``Spilled`` per file."""
+
+    def __init__(self, spill_dir: str):
+        self._spill_dir = spill_dir
+
+    def start_bundle(self):
+        self._writer = SpillWriter(self._spill_dir, uuid.uuid4().hex)
+
+    def process(self, element: tuple[str, list[bytes]]):
+        self._writer.add(*element)
+
+    def finish_bundle(self):
+        for spilled in self._writer.close():
             yield beam.utils.windowed_value.WindowedValue(
                 spilled, 0, [beam.transforms.window.GlobalWindow()]
             )

@@ -1,0 +1,83 @@
+"""Beam's source transforms: a source plan's units as Beam elements, converted by its converter.
+
+The converters (``csv_source.BlockConverter``, ``parquet_source.RowGroupConverter``,
+``image_source.ImageConverter``) know nothing of an engine: each turns a unit
+of input into ``(split, [serialized tf.Example])`` batches and
+QuarantineRecords. Here Beam gets the batches on its main output and the
+QuarantineRecords on ``QUARANTINE_TAG``; the Spark engine (``spark/``) runs
+the same converters in its tasks.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterable
+
+import apache_beam as beam
+
+from tfrecord_pipelines.components.data_source import IMAGES, PARQUET
+from tfrecord_pipelines.components.example_gen.csv_blocks import plan_blocks
+from tfrecord_pipelines.components.example_gen.parquet_source import plan_row_groups
+from tfrecord_pipelines.components.example_gen.quarantine import QUARANTINE_TAG, QuarantineRecord
+from tfrecord_pipelines.components.example_gen.sources import SourcePlan
+
+
+def tag_quarantine(outputs: Iterable):
+    """Yields the outputs, QuarantineRecords tagged for Beam's quarantine output."""
+    for output in outputs:
+        if isinstance(output, QuarantineRecord):
+            yield beam.pvalue.TaggedOutput(QUARANTINE_TAG, output)
+        else:
+            yield output
+
+
+class _ConvertUnits(beam.DoFn):
+    """Runs a converter on each element (a CSV block, a row group, a batch of images)."""
+
+    def __init__(self, converter):
+        self._converter = converter
+
+    def setup(self):
+        # TensorFlow and Beam leave millions of long-lived objects; every full
+        # garbage collection walks them all. Frozen objects are skipped.
+        gc.freeze()
+        self._converter.setup()
+
+    def process(self, unit):
+        yield from tag_quarantine(self._converter.convert(unit))
+
+
+def _plan_units(source_format: str, block_bytes: int):
+    if source_format == PARQUET:
+        return lambda path: tag_quarantine(plan_row_groups(path))
+    return lambda path: plan_blocks(path, block_bytes)
+
+
+@beam.ptransform_fn
+def ReadSource(pipeline: beam.Pipeline, plan: SourcePlan):  # noqa: N802 - Beam transforms are named like classes
+    """Reads a source plan's files; returns ``{"examples": ..., QUARANTINE_TAG: ...}``.
+
+    ``examples`` holds ``(split_name, [serialized tf.Example])`` elements,
+    ``quarantine`` QuarantineRecords. Tabular files are cut into units (CSV
+    blocks, row groups) by the workers; images are read in batches.
+    """
+    files = pipeline | "ListFiles" >> beam.Create(plan.files)
+    quarantines = []
+    if plan.source_format == IMAGES:
+        units = (
+            files
+            | "Distribute" >> beam.Reshuffle()
+            | "Batch" >> beam.BatchElements(min_batch_size=8, max_batch_size=256)
+        )
+    else:
+        planned = files | "PlanUnits" >> beam.FlatMap(
+            _plan_units(plan.source_format, plan.block_bytes)
+        ).with_outputs(QUARANTINE_TAG, main="units")
+        quarantines.append(planned[QUARANTINE_TAG])
+        units = planned.units | "Distribute" >> beam.Reshuffle()
+    converted = units | "Convert" >> beam.ParDo(_ConvertUnits(plan.converter)).with_outputs(
+        QUARANTINE_TAG, main="examples"
+    )
+    quarantines.append(converted[QUARANTINE_TAG])
+    quarantine = quarantines | "Quarantine" >> beam.Flatten()
+    return {"examples": converted.examples, QUARANTINE_TAG: quarantine}
