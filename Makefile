@@ -16,9 +16,15 @@ ARGS ?=
 # The report's browser test drives Debian's chromium; `make test` installs it
 # (as root, or through sudo), `make run` does not need it.
 CHROMIUM := /usr/bin/chromium
+# The Spark engine's tests start JVMs: Debian's Java 17 runtime, installed the
+# same way; `make run` (Beam) does not need it.
+JAVA := /usr/lib/jvm/java-17-openjdk-amd64/bin/java
+APT_INSTALL = $(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq && \
+	DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo -E) \
+	apt-get install -y -qq --no-install-recommends
 IMPORT_TREE := build/import-tree
 
-.PHONY: run compile test lint docs setup browser lock clean
+.PHONY: run compile test lint docs setup browser jvm lock clean
 
 run: setup  ## Run the pipeline locally on the bundled data (or ARGS).
 	$(PYTHON) -m tfrecord_pipelines run $(ARGS)
@@ -26,7 +32,7 @@ run: setup  ## Run the pipeline locally on the bundled data (or ARGS).
 compile: setup  ## Write the Kubeflow Pipelines v2 spec.
 	$(PYTHON) -m tfrecord_pipelines compile $(ARGS)
 
-test: setup lint browser  ## Lint, then run every test: the docs build, end-to-end pipeline runs and a browser included.
+test: setup lint browser jvm  ## Lint, then run every test: the docs build, end-to-end pipeline runs, a browser and Spark included.
 	$(PYTHON) -m pytest
 
 lint: setup
@@ -48,8 +54,12 @@ setup: $(VENV)/.synced
 browser: $(CHROMIUM)
 
 $(CHROMIUM):
-	$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo -E) apt-get install -y -qq --no-install-recommends chromium
+	$(APT_INSTALL) chromium
+
+jvm: $(JAVA)  ## Install Java 17 for the Spark engine (--engine spark).
+
+$(JAVA):
+	$(APT_INSTALL) openjdk-17-jre-headless
 
 $(UV):
 	python3 -m venv $(TOOLS)

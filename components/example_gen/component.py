@@ -9,6 +9,8 @@ output for input that cannot become an example.
 
 from __future__ import annotations
 
+import json
+
 from tfx import types
 from tfx.components.example_gen import driver, utils
 from tfx.dsl.components.base import base_beam_component, executor_spec
@@ -20,16 +22,21 @@ from tfrecord_pipelines.components.data_source import FORMATS as SOURCE_FORMATS
 from tfrecord_pipelines.components.data_source import DataSource
 from tfrecord_pipelines.components.example_gen.executor import Executor
 from tfrecord_pipelines.components.example_gen.keys import (
+    BEAM,
     BLOCK_BYTES_KEY,
     CODE_VERSION_KEY,
     COMPRESSION_KEY,
     ENCODING_KEY,
+    ENGINE_KEY,
+    ENGINES,
     LABEL_KEY,
     MAX_BAD_FRACTION_KEY,
     NUM_READERS_KEY,
     QUARANTINE_KEY,
     SCHEMA_KEY,
     SOURCE_FORMAT_KEY,
+    SPARK_CONF_KEY,
+    SPARK_MASTER_KEY,
     TARGET_SHARD_BYTES_KEY,
 )
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
@@ -38,6 +45,7 @@ from tfrecord_pipelines.components.example_gen.sources import (
     DEFAULT_ENCODING,
     SourceOptions,
 )
+from tfrecord_pipelines.components.example_gen.spark import session
 from tfrecord_pipelines.components.shard_compression import GZIP, parse_compression
 
 DEFAULT_MAX_BAD_FRACTION = 0.01
@@ -75,6 +83,9 @@ class ShardedExampleGenSpec(standard_component_specs.FileBasedExampleGenSpec):
         LABEL_KEY: ExecutionParameter(type=str, optional=True),
         BLOCK_BYTES_KEY: ExecutionParameter(type=int, optional=True),
         ENCODING_KEY: ExecutionParameter(type=str, optional=True),
+        ENGINE_KEY: ExecutionParameter(type=str, optional=True),
+        SPARK_MASTER_KEY: ExecutionParameter(type=str, optional=True),
+        SPARK_CONF_KEY: ExecutionParameter(type=str, optional=True),
         # Part of TFX's cache key only: a changed converter converts again.
         CODE_VERSION_KEY: ExecutionParameter(type=str, optional=True),
     }
@@ -115,6 +126,9 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
         code_version: str | None = None,
         block_bytes: int | None = None,
         encoding: str | None = None,
+        engine: str = BEAM,
+        spark_master: str | None = None,
+        spark_conf: dict[str, str] | None = None,
     ):
         """Builds the component.
 
@@ -140,11 +154,24 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
           block_bytes: CSV: bytes parsed as one block (default 32 MiB); see
             ``sources.SourceOptions``.
           encoding: CSV: the files' text encoding (default UTF-8).
+          engine: ``beam`` (default: the runner of the pipeline's
+            beam_pipeline_args) or ``spark``: the same conversion and output
+            on Spark, for data that already lives on a Spark cluster.
+          spark_master: Spark: ``local[N]``, ``local-cluster[N,CORES,MB]``,
+            ``spark://HOST:PORT`` or ``k8s://https://HOST:PORT`` (default ``local[*]``).
+          spark_conf: Spark: settings for the session, e.g.
+            ``{"spark.executor.memory": "4g"}``.
 
         Raises:
-          ValueError: on an unknown source format or compression, or a
-            max_bad_fraction outside [0, 1].
+          ValueError: on an unknown source format, compression or engine, a
+            Spark setting or master Spark does not know, or a max_bad_fraction
+            outside [0, 1].
         """
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}.")
+        if spark_master:
+            session.check_master(spark_master)
+        session.parse_conf([f"{k}={v}" for k, v in (spark_conf or {}).items()])
         if source_format not in SOURCE_FORMATS:
             raise ValueError(
                 f"source_format must be one of {', '.join(SOURCE_FORMATS)}, got {source_format!r}."
@@ -173,6 +200,9 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             code_version=code_version,
             block_bytes=block_bytes,
             encoding=encoding,
+            engine=engine,
+            spark_master=spark_master,
+            spark_conf=json.dumps(spark_conf) if spark_conf else None,
             schema=schema,
             examples=types.Channel(type=standard_artifacts.Examples),
             quarantine=types.Channel(type=Quarantine),

@@ -40,6 +40,9 @@ def convert(
     block_bytes: int | None = None,
     encoding: str | None = None,
     overwrite: bool = False,
+    engine: str = keys.BEAM,
+    spark_master: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
 ) -> dict:
     """Converts ``source`` into ``dest/Split-<name>/`` shards, as the component does.
 
@@ -48,7 +51,9 @@ def convert(
     one that already holds files is replaced only with ``overwrite``.
     ``splits`` maps split names to hash-bucket weights (default train 2, eval
     1); ``split_key`` hashes that feature instead of the whole example, so
-    rows sharing a key stay in one split.
+    rows sharing a key stay in one split. ``engine`` ``spark`` converts on
+    Spark (``spark_master``, default ``local[*]``, and ``spark_conf``
+    settings) instead of the Beam runner of ``beam_pipeline_args``.
 
     Returns:
       The shard plan report (also in dest/shard_plan.json).
@@ -79,6 +84,9 @@ def convert(
         keys.LABEL_KEY: label_key,
         keys.BLOCK_BYTES_KEY: block_bytes,
         keys.ENCODING_KEY: encoding,
+        keys.ENGINE_KEY: engine,
+        keys.SPARK_MASTER_KEY: spark_master,
+        keys.SPARK_CONF_KEY: json.dumps(dict(spark_conf or {})),
     }
     with (
         fresh_destination(dest, overwrite=overwrite, in_place=QUARANTINE_DIR) as working,

@@ -37,6 +37,7 @@ from tfrecord_pipelines.components.example_gen.sources import (
     SourceOptions,
     plan_source,
 )
+from tfrecord_pipelines.components.example_gen.spark.session import DEFAULT_MASTER
 from tfrecord_pipelines.components.example_gen.spill import SpillRecords
 from tfrecord_pipelines.components.example_gen.split_assignment import SplitAssigner
 
@@ -115,6 +116,28 @@ def _read_spilled_splits(
     return {name: tagged[index] for index, name in enumerate(names)}
 
 
+def _convert_with_spark(exec_properties, input_config, output_config, **outputs) -> None:
+    """Converts on Spark; ``outputs`` as ``spark.engine.convert_with_spark`` takes them."""
+    from tfrecord_pipelines.components.example_gen.spark.engine import convert_with_spark
+
+    plans = [
+        plan_source(
+            exec_properties[keys.SOURCE_FORMAT_KEY],
+            exec_properties[standard_component_specs.INPUT_BASE_KEY],
+            pattern,
+            assigner=assigner,
+            options=source_options(exec_properties),
+        )
+        for pattern, assigner in _split_sources(input_config, output_config)
+    ]
+    convert_with_spark(
+        plans,
+        master=exec_properties.get(keys.SPARK_MASTER_KEY) or DEFAULT_MASTER,
+        conf=json.loads(exec_properties.get(keys.SPARK_CONF_KEY) or "{}"),
+        **outputs,
+    )
+
+
 @beam.ptransform_fn
 def _SourceToRecords(pipeline, exec_properties: dict[str, Any], split_pattern: str):  # noqa: N802
     """TFX's per-record source interface, for callers of GenerateExamplesByBeam."""
@@ -181,22 +204,31 @@ class Executor(BaseExampleGenExecutor):
         }
         spill_dir = os.path.join(examples.uri, _SPILL_DIR)
         logging.info("Converting %s into sharded TFRecords.", exec_properties["input_base"])
-        with self._make_beam_pipeline() as pipeline:
-            splits = _read_spilled_splits(
-                pipeline, exec_properties, output_config, input_config, spill_dir
+        split_dirs = {name: artifact_utils.get_split_uri([examples], name) for name in split_names}
+        if (exec_properties.get(keys.ENGINE_KEY) or keys.BEAM) == keys.SPARK:
+            _convert_with_spark(
+                exec_properties,
+                input_config,
+                output_config,
+                split_dirs=split_dirs,
+                outcome_paths=outcome_paths,
+                quarantine_uri=quarantine.uri,
+                spill_dir=spill_dir,
+                sharding=sharding,
+                compression=compression,
             )
-            for name, batches in splits.items():
-                _ = batches | f"WriteSplit[{name}]" >> WriteShardedTFRecords(
-                    artifact_utils.get_split_uri([examples], name),
-                    outcome_paths[name],
-                    sharding,
-                    compression,
+        else:
+            with self._make_beam_pipeline() as pipeline:
+                splits = _read_spilled_splits(
+                    pipeline, exec_properties, output_config, input_config, spill_dir
                 )
+                for name, batches in splits.items():
+                    _ = batches | f"WriteSplit[{name}]" >> WriteShardedTFRecords(
+                        split_dirs[name], outcome_paths[name], sharding, compression
+                    )
 
         outcomes = {
-            name: finalize_split(
-                artifact_utils.get_split_uri([examples], name), outcome_paths[name], compression
-            )
+            name: finalize_split(split_dirs[name], outcome_paths[name], compression)
             for name in split_names
         }
         # Spill files of bundles a runner retried were never read.

@@ -11,6 +11,14 @@ QUARANTINE_KEY = "quarantine"
 CODE_VERSION_KEY = "code_version"
 BLOCK_BYTES_KEY = "block_bytes"
 ENCODING_KEY = "encoding"
+ENGINE_KEY = "engine"
+SPARK_MASTER_KEY = "spark_master"
+SPARK_CONF_KEY = "spark_conf"
+
+# The engines that convert: Beam (the runner of beam_pipeline_args) or Spark.
+BEAM = "beam"
+SPARK = "spark"
+ENGINES = (BEAM, SPARK)
 
 # The shard plan and counts each conversion writes beside its Split-* folders.
 SHARD_PLAN_FILE = "shard_plan.json"

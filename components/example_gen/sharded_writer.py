@@ -26,6 +26,7 @@ from collections.abc import Iterable
 import apache_beam as beam
 import tensorflow as tf
 
+from tfrecord_pipelines.components.example_gen.record_sample import RecordSample
 from tfrecord_pipelines.components.example_gen.shard_plan import (
     TFRECORD_FRAMING_BYTES,
     ShardingOptions,
@@ -36,10 +37,9 @@ from tfrecord_pipelines.components.example_gen.spill import Spilled, read_spille
 from tfrecord_pipelines.components.shard_compression import GZIP, parse_compression
 
 SHARD_PREFIX = "data_tfrecord"
-_TEMP_PREFIX = ".shard-"
+# Merged shards wait under this prefix until finalize_split numbers them.
+TEMP_SHARD_PREFIX = ".shard-"
 _COPY_BYTES = 16 * 2**20
-# Bytes of records each measuring worker keeps to estimate GZIP's ratio.
-_SAMPLE_BYTES = 4 * 1024 * 1024
 
 
 def pieces_dir(split_dir: str) -> str:
@@ -52,32 +52,24 @@ def shard_suffix(compression: str) -> str:
     return ".gz" if parse_compression(compression)[0] == GZIP else ""
 
 
-def _add_sample(acc: list, records) -> None:
-    for record in records:
-        if acc[3] >= _SAMPLE_BYTES:
-            break
-        acc[2].append(record)
-        acc[3] += len(record)
-
-
 class _MeasureSplit(beam.CombineFn):
-    """Counts records and bytes, keeping a sample to measure compression."""
+    """Counts records and bytes, merging the samples that measure compression."""
 
     def create_accumulator(self):
-        return [0, 0, [], 0]  # records, bytes, sample, sample bytes
+        return [0, 0, RecordSample()]  # records, bytes, sample
 
     def add_input(self, acc, spilled: Spilled):
         acc[0] += spilled.records
         acc[1] += spilled.bytes
-        _add_sample(acc, spilled.sample)
+        acc[2].merge(spilled.sample)
         return acc
 
     def merge_accumulators(self, accumulators):
         merged = self.create_accumulator()
-        for count, size, sample, _ in accumulators:
+        for count, size, sample in accumulators:
             merged[0] += count
             merged[1] += size
-            _add_sample(merged, sample)
+            merged[2].merge(sample)
         return merged
 
     def extract_output(self, acc):
@@ -85,7 +77,7 @@ class _MeasureSplit(beam.CombineFn):
 
 
 def measure_split(spilled: Iterable[Spilled]) -> list:
-    """Returns a split's measure (records, bytes, sample, sample bytes) for ``plan_split``."""
+    """Returns a split's measure (records, bytes, sample) for ``plan_split``."""
     measure = _MeasureSplit()
     acc = measure.create_accumulator()
     for one in spilled:
@@ -106,13 +98,13 @@ def _framed(record: bytes) -> bytes:
 
 def plan_split(measure, options: ShardingOptions, compression: str) -> ShardPlan | None:
     """Returns the shard plan of a measured split (None when it has no records)."""
-    count, size, sample, _ = measure
+    count, size, sample = measure
     if count == 0:
         return None
     on_disk = size + TFRECORD_FRAMING_BYTES * count
     kind, level = parse_compression(compression)
-    if kind == GZIP and sample:
-        raw = b"".join(_framed(r) for r in sample)
+    if kind == GZIP and sample.records:
+        raw = b"".join(_framed(r) for r in sample.sorted_records())
         on_disk = int(on_disk * len(zlib.compress(raw, level)) / len(raw))
     return plan_shards(on_disk, count, options)
 
@@ -183,7 +175,7 @@ class _WritePieces(beam.DoFn):
 
 def temp_shard_name(index: int, compression: str) -> str:
     """Returns a merged shard's name until ``finalize_split`` numbers it."""
-    return f"{_TEMP_PREFIX}{index:05d}{shard_suffix(compression)}"
+    return f"{TEMP_SHARD_PREFIX}{index:05d}{shard_suffix(compression)}"
 
 
 def merge_pieces(pieces: Iterable[tuple[str, int]], path: str, *, remove: bool) -> int:

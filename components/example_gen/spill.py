@@ -18,8 +18,8 @@ import uuid
 import apache_beam as beam
 import tensorflow as tf
 
-# Bytes of records each spill file keeps as a sample, to estimate GZIP's ratio.
-SAMPLE_BYTES = 256 * 1024
+from tfrecord_pipelines.components.example_gen.record_sample import RecordSample
+
 _PROGRESS_EVERY = 250_000
 
 
@@ -32,14 +32,14 @@ class Spilled:
       path: the uncompressed TFRecord file holding them.
       records: how many.
       bytes: their serialized size.
-      sample: the first records, up to SAMPLE_BYTES.
+      sample: a sample of them, to estimate GZIP's ratio (``record_sample``).
     """
 
     split: str
     path: str
     records: int
     bytes: int
-    sample: tuple[bytes, ...]
+    sample: RecordSample
 
 
 def read_spilled(path: str, batch_size: int = 4096):
@@ -71,18 +71,14 @@ class SpillWriter:
             path = os.path.join(self._spill_dir, f"{split}-{self._name}.tfrecord")
             entry = self._open[split] = {
                 "writer": tf.io.TFRecordWriter(path), "path": path, "records": 0,
-                "bytes": 0, "sample": [], "sample_bytes": 0,
+                "bytes": 0, "sample": RecordSample(),
             }  # fmt: skip
         write = entry["writer"].write
         for record in records:
             write(record)
         entry["records"] += len(records)
         entry["bytes"] += sum(map(len, records))
-        for record in records:
-            if entry["sample_bytes"] >= SAMPLE_BYTES:
-                break
-            entry["sample"].append(record)
-            entry["sample_bytes"] += len(record)
+        entry["sample"].add(records)
         before = SpillWriter._seen
         SpillWriter._seen += len(records)
         if SpillWriter._seen // _PROGRESS_EVERY > before // _PROGRESS_EVERY:
@@ -102,9 +98,7 @@ class SpillWriter:
         for split, entry in self._open.items():
             entry["writer"].close()
             spilled.append(
-                Spilled(
-                    split, entry["path"], entry["records"], entry["bytes"], tuple(entry["sample"])
-                )
+                Spilled(split, entry["path"], entry["records"], entry["bytes"], entry["sample"])
             )
         self._open = {}
         return spilled

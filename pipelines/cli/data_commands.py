@@ -49,6 +49,25 @@ def add_parsers(commands) -> None:
         default=0.01,
         help="share of input that may be quarantined",
     )
+    convert.add_argument(
+        "--engine",
+        choices=("beam", "spark"),
+        default="beam",
+        help="beam (default: the --beam-arg runner) or spark (needs Java 17)",
+    )
+    convert.add_argument(
+        "--spark-master",
+        default="local[*]",
+        help="spark: local[N], local-cluster[N,CORES,MB], spark://HOST:PORT or k8s://... "
+        "(default local[*])",
+    )
+    convert.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="spark: a session setting, e.g. spark.executor.memory=4g (repeatable)",
+    )
     convert.add_argument("--beam-arg", action="append", default=[], metavar="ARG")
     convert.add_argument("--verbose", action="store_true", help="show all library logs")
 
@@ -71,6 +90,23 @@ def _parse_splits(text: str) -> dict[str, int]:
     return splits
 
 
+def _check_engine(args: argparse.Namespace) -> dict[str, str]:
+    """Checks the Spark settings (and that Java is there) before any slow import."""
+    from tfrecord_pipelines.components.example_gen.spark import session
+
+    if args.engine != "spark":
+        if args.spark_conf:
+            raise ValueError("--spark-conf is for --engine spark.")
+        return {}
+    session.check_master(args.spark_master)
+    conf = session.parse_conf(args.spark_conf)
+    try:
+        session.check_java()
+    except RuntimeError as e:
+        raise ValueError(str(e)) from None
+    return conf
+
+
 def run_convert(args: argparse.Namespace) -> None:
     """Converts and prints the shard plan and the quarantine count."""
     from tfrecord_pipelines.cli.task_arguments import UsageError, check_writable
@@ -90,6 +126,7 @@ def run_convert(args: argparse.Namespace) -> None:
         target_shard_bytes=parse_size(args.shard_size), num_readers=args.readers
     )
     block_bytes = parse_size(args.block_size)
+    spark_conf = _check_engine(args)
     dest = os.path.abspath(args.dest)
     check_writable(dest)
     from tfrecord_pipelines.components.example_gen.convert import QUARANTINE_DIR, convert
@@ -113,6 +150,9 @@ def run_convert(args: argparse.Namespace) -> None:
             block_bytes=block_bytes,
             encoding=args.encoding,
             overwrite=args.overwrite,
+            engine=args.engine,
+            spark_master=args.spark_master,
+            spark_conf=spark_conf,
         )
     except Exception as e:
         check_disk_full(e, dest)

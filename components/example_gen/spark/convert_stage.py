@@ -1,0 +1,316 @@
+"""Spark's conversion stage: each task runs the format's converter on its units.
+
+Units are what Beam's elements are (CSV blocks, Parquet row groups, batches
+of images), handed to Python as Arrow batches through ``mapInArrow``:
+descriptors of byte ranges and row groups for tabular files, the files'
+bytes from Spark's ``binaryFile`` source for images. A task writes its
+records to spill files and its bad input to a quarantine file, all named by
+its partition and attempt (``p00003-a1``); only their paths, counts and a
+sample come back to the driver. A retried task writes new files, and the
+driver uses those of the attempt Spark reports as successful: a failed
+attempt's files are never read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gc
+import os
+import signal
+import urllib.parse
+
+import pyarrow as pa
+import tensorflow as tf
+
+from tfrecord_pipelines.components.data_source import IMAGES, PARQUET
+from tfrecord_pipelines.components.example_gen.csv_blocks import plan_blocks
+from tfrecord_pipelines.components.example_gen.parquet_source import plan_row_groups
+from tfrecord_pipelines.components.example_gen.quarantine import (
+    QUARANTINE_FILE_PREFIX,
+    QUARANTINE_FILE_SUFFIX,
+    QuarantineRecord,
+)
+from tfrecord_pipelines.components.example_gen.record_sample import RecordSample
+from tfrecord_pipelines.components.example_gen.sources import SourcePlan
+from tfrecord_pipelines.components.example_gen.spill import Spilled, SpillWriter
+
+SPILL = "spill"
+QUARANTINE = "quarantine"
+SEEN = "seen"
+# For fault tests: the first attempt of this partition kills its executor's
+# JVM after spilling part of its records, as a lost node would.
+KILL_EXECUTOR_ENV = "TFRECORD_PIPELINES_SPARK_KILL_EXECUTOR_IN_PARTITION"
+# Images per Arrow batch: a batch of images is held in memory twice (Arrow, Python).
+_IMAGES_PER_BATCH = 64
+_IMAGE_OPEN_COST = 64 * 1024
+_IMAGE_PARTITION_BYTES = 32 * 1024 * 1024
+# Tasks per core: enough that a slow or retried task leaves the others work.
+_TASKS_PER_CORE = 4
+_RESULT_SCHEMA = (
+    "kind string, split string, path string, records long, bytes long, "
+    "sample array<binary>, sample_crcs array<long>, sample_threshold long, seen array<string>"
+)
+_SPARK_TYPES = {"str": "string", "int": "long"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Converted:
+    """What the conversion stage wrote.
+
+    Attributes:
+      spilled: spill files of the successful attempts, by split.
+      quarantine_files: quarantine files (JSON lines) of the successful attempts.
+      seen: images: the files the tasks received.
+    """
+
+    spilled: list[Spilled]
+    quarantine_files: list[str]
+    seen: set[str]
+
+
+def file_path(uri: str) -> str:
+    """Returns a local path for Spark's ``file:`` URIs; other URIs unchanged."""
+    parsed = urllib.parse.urlparse(uri)
+    return urllib.parse.unquote(parsed.path) if parsed.scheme == "file" else uri
+
+
+def _kill_executor() -> None:
+    """SIGKILLs the JVM this Python worker runs under (its nearest ``java`` ancestor)."""
+    pid = os.getpid()
+    while pid > 1:
+        with open(f"/proc/{pid}/stat") as f:
+            pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        with open(f"/proc/{pid}/comm") as f:
+            if f.read().strip() == "java":
+                os.kill(pid, signal.SIGKILL)
+                return
+
+
+class _Task:
+    """One attempt's outputs: spill files and a quarantine file of its own."""
+
+    def __init__(self, spill_dir: str, staging_dir: str):
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        self.partition = context.partitionId()
+        self.attempt = context.attemptNumber()
+        name = f"p{self.partition:05d}-a{self.attempt}"
+        self.spill = SpillWriter(spill_dir, name)
+        self._quarantine_path = os.path.join(
+            staging_dir, f"{QUARANTINE_FILE_PREFIX}-{name}{QUARANTINE_FILE_SUFFIX}"
+        )
+        self._staging_dir = staging_dir
+        self._quarantine = None
+        self._bad = 0
+        self.seen: list[str] = []
+        self._kill = os.environ.get(KILL_EXECUTOR_ENV) == str(self.partition) and not self.attempt
+
+    def take(self, outputs) -> None:
+        for output in outputs:
+            if isinstance(output, QuarantineRecord):
+                if self._quarantine is None:
+                    tf.io.gfile.makedirs(self._staging_dir)
+                    self._quarantine = tf.io.gfile.GFile(self._quarantine_path, "w")
+                self._quarantine.write(output.to_json() + "\n")
+                self._bad += 1
+            else:
+                self.spill.add(*output)
+        if self._kill:
+            self.spill.flush()
+            _kill_executor()
+
+    def result(self) -> pa.RecordBatch:
+        rows = [
+            _row(SPILL, split=s.split, path=s.path, records=s.records, bytes=s.bytes,
+                 sample=[r for _, r in s.sample.records],
+                 sample_crcs=[c for c, _ in s.sample.records],
+                 sample_threshold=s.sample.threshold)
+            for s in self.spill.close()
+        ]  # fmt: skip
+        if self._quarantine is not None:
+            self._quarantine.close()
+            rows.append(_row(QUARANTINE, path=self._quarantine_path, records=self._bad))
+        if self.seen:
+            rows.append(_row(SEEN, records=len(self.seen), seen=self.seen))
+        return pa.RecordBatch.from_pylist(rows, schema=_result_arrow_schema())
+
+
+def _row(kind: str, **fields) -> dict:
+    row = dict.fromkeys(_result_arrow_schema().names)
+    row.update(kind=kind, **fields)
+    return row
+
+
+def _result_arrow_schema() -> pa.Schema:
+    return pa.schema(
+        [
+            ("kind", pa.string()),
+            ("split", pa.string()),
+            ("path", pa.string()),
+            ("records", pa.int64()),
+            ("bytes", pa.int64()),
+            ("sample", pa.list_(pa.binary())),
+            ("sample_crcs", pa.list_(pa.int64())),
+            ("sample_threshold", pa.int64()),
+            ("seen", pa.list_(pa.string())),
+        ]
+    )
+
+
+def _convert_units(unit_type, converter, spill_dir: str, staging_dir: str):
+    """Returns the mapInArrow function converting batches of unit descriptors."""
+
+    def convert(batches):
+        gc.freeze()  # see beam_sources
+        converter.setup()
+        task = _Task(spill_dir, staging_dir)
+        for batch in batches:
+            for row in batch.to_pylist():
+                task.take(converter.convert(unit_type(**row)))
+        yield task.result()
+
+    return convert
+
+
+def _convert_images(files_by_path: dict, converter, spill_dir: str, staging_dir: str):
+    """Returns the mapInArrow function converting batches of (path, content) from binaryFile."""
+
+    def convert(batches):
+        converter.setup()
+        task = _Task(spill_dir, staging_dir)
+        for batch in batches:
+            paths = [file_path(uri) for uri in batch.column("path").to_pylist()]
+            items = [files_by_path[path] for path in paths]
+            task.seen.extend(paths)
+            task.take(converter.convert_read(items, batch.column("content").to_pylist()))
+        yield task.result()
+
+    return convert
+
+
+def _plan_units(spark, plan: SourcePlan) -> tuple[list, list[QuarantineRecord]]:
+    """Cuts the files into units in Spark tasks, one per file; returns units and bad files."""
+    if plan.source_format == PARQUET:
+        planner = plan_row_groups
+    else:
+        block_bytes = plan.block_bytes
+        planner = lambda path: plan_blocks(path, block_bytes)  # noqa: E731
+    planned = spark.sparkContext.parallelize(plan.files, len(plan.files)).flatMap(planner).collect()
+    bad = [unit for unit in planned if isinstance(unit, QuarantineRecord)]
+    return [unit for unit in planned if not isinstance(unit, QuarantineRecord)], bad
+
+
+def _collect(results) -> Converted:
+    spilled, quarantine_files, seen = [], [], set()
+    for row in results:
+        if row.kind == SPILL:
+            sample = RecordSample(
+                row.sample_threshold,
+                list(zip(row.sample_crcs, row.sample, strict=True)),
+                sum(map(len, row.sample)),
+            )
+            spilled.append(Spilled(row.split, row.path, row.records, row.bytes, sample))
+        elif row.kind == QUARANTINE:
+            quarantine_files.append(row.path)
+        else:
+            seen.update(row.seen)
+    return Converted(spilled, quarantine_files, seen)
+
+
+@contextlib.contextmanager
+def _sql_conf(spark, settings: dict[str, str]):
+    """Sets SQL settings for one job, then puts back what the session had."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def _convert_image_files(spark, plan: SourcePlan, spill_dir: str, staging_dir: str) -> Converted:
+    """Reads the images with Spark's binaryFile source and converts them in its tasks.
+
+    Files the source leaves out (empty ones, and unreadable ones with
+    ignoreCorruptFiles) are converted by the driver, so that they are
+    quarantined with the reason Beam gives; there are few of them.
+    """
+    files_by_path = {item.path: item for item in plan.files}
+    settings = {
+        "spark.sql.execution.arrow.maxRecordsPerBatch": str(_IMAGES_PER_BATCH),
+        # Partitions by bytes, not by file count: an image is no costlier to open than its size.
+        "spark.sql.files.openCostInBytes": str(_IMAGE_OPEN_COST),
+        "spark.sql.files.maxPartitionBytes": str(_IMAGE_PARTITION_BYTES),
+    }
+    with _sql_conf(spark, settings):
+        frame = (
+            spark.read.format("binaryFile")
+            .option("ignoreCorruptFiles", "true")
+            .option("ignoreMissingFiles", "true")
+            .load(list(files_by_path))
+            .select("path", "content")
+        )
+        function = _convert_images(files_by_path, plan.converter, spill_dir, staging_dir)
+        converted = _collect(frame.mapInArrow(function, _RESULT_SCHEMA).collect())
+    left_out = [item for item in plan.files if item.path not in converted.seen]
+    if not left_out:
+        return converted
+    spill = SpillWriter(spill_dir, "driver")
+    bad = []
+    plan.converter.setup()
+    for output in plan.converter.convert(left_out):
+        if isinstance(output, QuarantineRecord):
+            bad.append(output)
+        else:
+            spill.add(*output)
+    return Converted(
+        converted.spilled + spill.close(),
+        converted.quarantine_files + _write_quarantine(bad, staging_dir),
+        converted.seen | {item.path for item in left_out},
+    )
+
+
+def _write_quarantine(bad: list[QuarantineRecord], staging_dir: str) -> list[str]:
+    """Writes quarantine records found by the driver; returns the file, if any."""
+    if not bad:
+        return []
+    tf.io.gfile.makedirs(staging_dir)
+    number = len(tf.io.gfile.listdir(staging_dir))
+    path = os.path.join(
+        staging_dir, f"{QUARANTINE_FILE_PREFIX}-driver{number}{QUARANTINE_FILE_SUFFIX}"
+    )
+    with tf.io.gfile.GFile(path, "w") as f:
+        f.write("".join(record.to_json() + "\n" for record in bad))
+    return [path]
+
+
+def convert_source(spark, plan: SourcePlan, spill_dir: str, staging_dir: str) -> Converted:
+    """Converts one input pattern's files in Spark tasks; returns what they wrote.
+
+    Bad files found while planning (unreadable Parquet) go to a quarantine
+    file the driver writes into ``staging_dir``, beside the tasks' files.
+    """
+    parallelism = spark.sparkContext.defaultParallelism * _TASKS_PER_CORE
+    if plan.source_format == IMAGES:
+        return _convert_image_files(spark, plan, spill_dir, staging_dir)
+    units, bad = _plan_units(spark, plan)
+    planned_bad = _write_quarantine(bad, staging_dir)
+    if not units:
+        return Converted([], planned_bad, set())
+    unit_type = type(units[0])
+    schema = ", ".join(
+        f"{field.name} {_SPARK_TYPES[field.type]}" for field in dataclasses.fields(unit_type)
+    )
+    rows = [dataclasses.astuple(unit) for unit in units]
+    slices = min(len(rows), parallelism)
+    frame = spark.createDataFrame(spark.sparkContext.parallelize(rows, slices), schema)
+    function = _convert_units(unit_type, plan.converter, spill_dir, staging_dir)
+    converted = _collect(frame.mapInArrow(function, _RESULT_SCHEMA).collect())
+    return dataclasses.replace(converted, quarantine_files=converted.quarantine_files + planned_bad)

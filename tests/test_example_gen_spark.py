@@ -1,0 +1,103 @@
+"""ShardedExampleGen on Spark (local[2]): the records, splits, shards and quarantine of Beam."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from example_data import write_csv, write_digit_images
+from spark_comparison import SPARK_MASTER, assert_same_conversion, convert_with, quarantined
+from tfrecord_pipelines.components.example_gen.spark.session import spark_session
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """One local[2] session for the module: conversions find it running and use it."""
+    with spark_session(SPARK_MASTER) as session:
+        yield session
+
+
+def test_csv_with_bad_rows_is_converted_as_beam_converts_it(spark, tmp_path):
+    source = write_csv(tmp_path / "csv", rows=4000)
+    (source / "more.csv").write_text(
+        (source / "data.csv").read_text().replace("red", "crimson", 40)
+    )
+    options = dict(label_key="label", block_bytes=64 * 1024)
+    beam = convert_with("beam", source, tmp_path / "beam", "csv", **options)
+    converted = convert_with("spark", source, tmp_path / "spark", "csv", **options)
+    assert converted["quarantined"] == 8 and converted["records_written"] == 8000
+    assert converted["splits"]["train"]["planned_shards"] > 2
+    assert_same_conversion(tmp_path / "beam", tmp_path / "spark")
+    assert {k: v for k, v in converted.items() if k != "splits"} == {
+        k: v for k, v in beam.items() if k != "splits"
+    }
+
+
+def test_parquet_with_bad_rows_and_an_unreadable_file_is_converted_as_beam_converts_it(
+    spark, tmp_path
+):
+    folder = tmp_path / "pq"
+    folder.mkdir()
+    for part in range(3):
+        rows = range(part * 2000, part * 2000 + 2000)
+        table = pa.table(
+            {
+                "id": pa.array(rows, pa.int64()),
+                "score": pa.array([None if i % 10 == 0 else i / 3 for i in rows]),
+                "tags": pa.array(
+                    [[None] if i % 997 == 0 else ["a", "b"][: i % 3] for i in rows],
+                    pa.list_(pa.string()),
+                ),
+                "label": pa.array([None if i % 1500 == 7 else i % 2 for i in rows], pa.int64()),
+            }
+        )
+        pq.write_table(table, folder / f"part-{part}.parquet", row_group_size=500)
+    (folder / "part-9.parquet").write_bytes(b"PAR1 this is not parquet")
+    convert_with("beam", folder, tmp_path / "beam", "parquet", label_key="label")
+    converted = convert_with("spark", folder, tmp_path / "spark", "parquet", label_key="label")
+    reasons = converted["quarantined_by_reason"]
+    assert reasons == {"null in a list": 7, "missing value": 4, "unreadable Parquet file": 1}
+    assert_same_conversion(tmp_path / "beam", tmp_path / "spark")
+
+
+def test_images_read_by_binary_file_are_converted_as_beam_converts_them(spark, tmp_path):
+    labels = write_digit_images(tmp_path / "images", per_class=60)
+    convert_with("beam", tmp_path / "images", tmp_path / "beam", "images")
+    converted = convert_with("spark", tmp_path / "images", tmp_path / "spark", "images")
+    assert converted["records_written"] == len(labels)
+    assert converted["quarantined"] >= 3
+    assert all(r["reason"].startswith("not an image") for r in quarantined(tmp_path / "spark"))
+    assert_same_conversion(tmp_path / "beam", tmp_path / "spark")
+
+
+def test_without_java_the_command_names_the_package_to_install(tmp_path):
+    source = write_csv(tmp_path / "csv", rows=50, bad_rows=[])
+    done = subprocess.run(
+        [sys.executable, "-m", "tfrecord_pipelines", "convert", str(source), str(tmp_path / "out"),
+         "--engine", "spark"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/nonexistent", "JAVA_HOME": str(tmp_path / "no-java"),
+             "TF_USE_LEGACY_KERAS": "1"},
+    )  # fmt: skip
+    assert done.returncode != 0
+    (line,) = done.stderr.strip().splitlines()
+    assert "apt-get install openjdk-17-jre-headless" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_bad_spark_setting_is_refused_before_anything_runs(tmp_path):
+    source = write_csv(tmp_path / "csv", rows=50, bad_rows=[])
+    done = subprocess.run(
+        [sys.executable, "-m", "tfrecord_pipelines", "convert", str(source), str(tmp_path / "out"),
+         "--engine", "spark", "--spark-conf", "executor.memory=4g"],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "--spark-conf 'executor.memory=4g': give key=value with a Spark setting" in done.stderr
+    assert not (tmp_path / "out").exists()
