@@ -13,7 +13,11 @@ time (user + sys, its worker processes included) and peak memory are its own:
   one malformed row fails its whole run);
 - Parquet: ShardedExampleGen (GZIP) on the Parquet copy;
 - images: a plain loop (read each file, wrap it in a tf.Example, write one
-  TFRecord file) against ShardedExampleGen on the same JPEGs.
+  TFRecord file) against ShardedExampleGen on the same JPEGs;
+- Spark (``--engine spark``) on local[1] and local[2]: CSV, Parquet, images.
+  Its start-up (the session, and TensorFlow imported by each Python worker)
+  is timed apart; its CPU is the whole process tree's (the JVM and the
+  Python workers included), measured before the session stops.
 
 Times and CPU (the process's and its reaped workers') start after the
 imports (TensorFlow, TFX, Beam: about 15 s of CPU in every process). Peak RSS
@@ -64,6 +68,10 @@ CONVERTERS = {
     "ShardedExampleGen, Parquet, gzip": ("parquet", "sharded:gzip:1w"),
     "plain loop, images": ("images", "plain"),
     "ShardedExampleGen, images, none": ("images", "sharded:none:1w"),
+    "Spark local[1], gzip": ("csv", "spark:gzip:local[1]"),
+    "Spark local[2], gzip": ("csv", "spark:gzip:local[2]"),
+    "Spark local[2], Parquet, gzip": ("parquet", "spark:gzip:local[2]"),
+    "Spark local[2], images, none": ("images", "spark:none:local[2]"),
 }
 
 
@@ -260,6 +268,95 @@ def _plain_image_loop(source: str, dest: str) -> int:
     return count
 
 
+def _warm_worker(_) -> int:
+    # What every conversion task imports first (TensorFlow): Spark's start-up, not its work.
+    from tfrecord_pipelines.components.example_gen.spark import convert_stage  # noqa: F401
+
+    return os.getpid()
+
+
+def _warm_workers(spark) -> None:
+    """Starts each Python worker and imports TensorFlow in it, as the first task would."""
+    from tfrecord_pipelines.components.example_gen.spark.tasks import run_tasks
+
+    cores = spark.sparkContext.defaultParallelism
+    run_tasks(spark, list(range(cores * 2)), _warm_worker, "warm up")
+
+
+def _tree() -> list:
+    import psutil
+
+    me = psutil.Process()
+    return [me, *me.children(recursive=True)]
+
+
+def _tree_cpu() -> float:
+    """CPU of this process and every live descendant, with what each has reaped."""
+    total = 0.0
+    for process in _tree():
+        try:
+            t = process.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+        except Exception:  # noqa: BLE001 - gone while measured
+            continue
+    return total
+
+
+def _peak_rss_mb() -> dict:
+    """Peak RSS: the driver (Python + its JVM) and the largest executor Python worker."""
+    driver, worker = 0, 0
+    for process in _tree():
+        try:
+            with open(f"/proc/{process.pid}/status") as f:
+                peak = next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
+            if process.pid == os.getpid() or process.name() == "java":
+                driver += peak
+            else:
+                worker = max(worker, peak)
+        except Exception:  # noqa: BLE001 - gone while measured
+            continue
+    return {"rss_mb": driver / 1024, "worker_rss_mb": worker / 1024}
+
+
+def _spark(source: str, dest: str, source_format: str, compression: str, master: str) -> dict:
+    """Converts on Spark; the session's start and the workers' imports are timed apart."""
+    from tfrecord_pipelines.components.example_gen.convert import convert
+    from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
+    from tfrecord_pipelines.components.example_gen.spark.session import spark_session
+
+    started, cpu_started = time.monotonic(), _tree_cpu()
+    with spark_session(master) as spark:
+        _warm_workers(spark)
+        startup, startup_cpu = time.monotonic() - started, _tree_cpu() - cpu_started
+        report = convert(
+            source,
+            dest,
+            source_format=source_format,
+            sharding=ShardingOptions(num_readers=10 if source_format == "images" else None),
+            compression=compression,
+            label_key="label" if source_format != "images" else None,
+            engine="spark",
+            spark_master=master,
+            overwrite=True,
+        )
+        seconds = time.monotonic() - started - startup
+        cpu = _tree_cpu() - cpu_started - startup_cpu
+        memory = _peak_rss_mb()
+    return {
+        "rows": report["records_written"],
+        "seconds": seconds,
+        "cpu": cpu,
+        **memory,
+        "startup_s": startup,
+        "startup_cpu": startup_cpu,
+        "quarantined": report["quarantined_by_reason"],
+        "shard_mib": {
+            name: [round(s["bytes"] / 2**20, 1) for s in split["shards"]]
+            for name, split in report["splits"].items()
+        },
+    }
+
+
 def _cpu_seconds() -> float:
     return sum(
         usage.ru_utime + usage.ru_stime
@@ -276,6 +373,9 @@ def _child(how: str, source: str, dest: str, source_format: str) -> None:
     from tfrecord_pipelines.components.example_gen import convert  # noqa: F401
 
     kind, *rest = how.split(":")
+    if kind == "spark":
+        print(json.dumps(_spark(source, dest, source_format, rest[0], rest[1])))
+        return
     details = {}
     started, cpu_started = time.monotonic(), _cpu_seconds()
     if kind == "bare":
@@ -334,6 +434,7 @@ def _table(results: dict[str, dict], inputs: dict[str, dict]) -> None:
         "| CPU s per M records | peak RSS MB | output MB |"
     )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    spark = {name: r for name, r in results.items() if "startup_s" in r}
     for name, r in results.items():
         source = CONVERTERS[name][0]
         mb = inputs[source]["mb"]
@@ -342,6 +443,21 @@ def _table(results: dict[str, dict], inputs: dict[str, dict]) -> None:
             f"| {r['rows'] / r['seconds']:,.0f} | {mb / r['seconds']:,.1f} | {r['cpu']:,.1f} "
             f"| {r['cpu'] / r['rows'] * 1e6:,.1f} | {r['rss_mb']:,.0f} | {r['out_mb']:,.1f} |"
         )
+    if spark:
+        print(
+            "\nSpark, apart: start-up (session, and TensorFlow imported in each Python "
+            "worker) and peak memory of driver (Python + JVM) and of the largest Python worker"
+        )
+        print(
+            "\n| converter | start-up s | start-up CPU s | driver peak RSS MB "
+            "| worker peak RSS MB |"
+        )
+        print("| --- | ---: | ---: | ---: | ---: |")
+        for name, r in spark.items():
+            print(
+                f"| {name} | {r['startup_s']:,.1f} | {r['startup_cpu']:,.1f} "
+                f"| {r['rss_mb']:,.0f} | {r['worker_rss_mb']:,.0f} |"
+            )
 
 
 def _ratio(results, a: str, b: str, field: str) -> str:
@@ -369,6 +485,22 @@ def _ratios(results: dict[str, dict]) -> None:
         ("images/s, ShardedExampleGen / plain loop", "ShardedExampleGen, images, none",
          "plain loop, images", "speed"),
         ("rows/s, gzip:1 / gzip (level 6)", gzip1, sharded, "speed"),
+        ("rows/s, Spark 2 cores / 1 core (target >= 1.7)", "Spark local[2], gzip",
+         "Spark local[1], gzip", "speed"),
+        ("rows/s, Spark 2 cores / CsvExampleGen (target >= 15)", "Spark local[2], gzip",
+         "CsvExampleGen (TFX), gzip", "speed"),
+        ("rows/s, Spark 2 cores / Beam 1 worker (target >= 1.6)", "Spark local[2], gzip",
+         sharded, "speed"),
+        ("rows/s, Spark 2 cores / Beam 2 workers", "Spark local[2], gzip",
+         "ShardedExampleGen, gzip, 2 workers", "speed"),
+        ("CPU per row, Spark 2 cores / bare chain gzip (target <= 1.5)", "Spark local[2], gzip",
+         "bare chain, gzip", "cpu_per_row"),
+        ("CPU per row, Spark 1 core / bare chain gzip", "Spark local[1], gzip",
+         "bare chain, gzip", "cpu_per_row"),
+        ("images/s, Spark 2 cores / plain loop (target >= 0.5)", "Spark local[2], images, none",
+         "plain loop, images", "speed"),
+        ("rows/s, Spark Parquet / Spark CSV (2 cores)", "Spark local[2], Parquet, gzip",
+         "Spark local[2], gzip", "speed"),
     ):  # fmt: skip
         print(f"  {label}: {_ratio(results, a, b, field)}")
     if gzip1 in results and sharded in results:

@@ -33,6 +33,7 @@ from tfrecord_pipelines.components.example_gen.quarantine import (
 )
 from tfrecord_pipelines.components.example_gen.record_sample import RecordSample
 from tfrecord_pipelines.components.example_gen.sources import SourcePlan
+from tfrecord_pipelines.components.example_gen.spark.tasks import run_tasks
 from tfrecord_pipelines.components.example_gen.spill import Spilled, SpillWriter
 
 SPILL = "spill"
@@ -193,11 +194,12 @@ def _convert_images(files_by_path: dict, converter, spill_dir: str, staging_dir:
 def _plan_units(spark, plan: SourcePlan) -> tuple[list, list[QuarantineRecord]]:
     """Cuts the files into units in Spark tasks, one per file; returns units and bad files."""
     if plan.source_format == PARQUET:
-        planner = plan_row_groups
+        planner = lambda path: list(plan_row_groups(path))  # noqa: E731
     else:
         block_bytes = plan.block_bytes
         planner = lambda path: plan_blocks(path, block_bytes)  # noqa: E731
-    planned = spark.sparkContext.parallelize(plan.files, len(plan.files)).flatMap(planner).collect()
+    by_file = run_tasks(spark, plan.files, planner, "ShardedExampleGen: cut files into units")
+    planned = [unit for units in by_file for unit in units]
     bad = [unit for unit in planned if isinstance(unit, QuarantineRecord)]
     return [unit for unit in planned if not isinstance(unit, QuarantineRecord)], bad
 
@@ -248,6 +250,8 @@ def _convert_image_files(spark, plan: SourcePlan, spill_dir: str, staging_dir: s
         # Partitions by bytes, not by file count: an image is no costlier to open than its size.
         "spark.sql.files.openCostInBytes": str(_IMAGE_OPEN_COST),
         "spark.sql.files.maxPartitionBytes": str(_IMAGE_PARTITION_BYTES),
+        # The driver lists the paths itself: a Spark job with a task per path costs more.
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": str(len(files_by_path) + 1),
     }
     with _sql_conf(spark, settings):
         frame = (

@@ -24,6 +24,7 @@ from tfrecord_pipelines.components.example_gen.sharded_writer import (
     pieces_dir,
     temp_shard_name,
 )
+from tfrecord_pipelines.components.example_gen.spark.tasks import run_tasks
 from tfrecord_pipelines.components.example_gen.spill import Spilled
 
 
@@ -65,7 +66,6 @@ def write_shards(
       ``{split: [{"index", "path", "records"}, ...]}``, shard files under their
       temporary names in the split's folder, for ``sharded_writer.write_outcome``.
     """
-    context = spark.sparkContext
     jobs = [
         (s.split, split_dirs[s.split], s.path, plans[s.split], compression)
         for s in spilled
@@ -74,17 +74,17 @@ def write_shards(
     shards: dict[str, list[dict]] = {name: [] for name in split_dirs}
     if not jobs:
         return shards
-    context.setJobDescription("ShardedExampleGen: write shard pieces")
-    written = context.parallelize(jobs, len(jobs)).flatMap(_write_pieces).collect()
+    written = run_tasks(spark, jobs, _write_pieces, "ShardedExampleGen: write shard pieces")
     by_shard = collections.defaultdict(list)
-    for split, shard, piece in written:
+    for split, shard, piece in (piece for pieces in written for piece in pieces):
         by_shard[(split, shard)].append(piece)
     merges = [
         (split, split_dirs[split], shard, pieces, compression)
         for (split, shard), pieces in sorted(by_shard.items())
     ]
-    context.setJobDescription("ShardedExampleGen: join pieces into shards")
-    for split, shard in context.parallelize(merges, len(merges)).map(_merge_shard).collect():
+    for split, shard in run_tasks(
+        spark, merges, _merge_shard, "ShardedExampleGen: join pieces into shards"
+    ):
         shards[split].append(shard)
     kept = {shard["path"] for merged in shards.values() for shard in merged}
     for split_dir in split_dirs.values():
