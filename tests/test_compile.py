@@ -13,6 +13,7 @@ from conftest import PIPELINE_COMPONENTS, run_cli
 from tfrecord_pipelines.cli.data_service import KUBERNETES_DISPATCHER
 
 EXPECTED_TASKS = set(PIPELINE_COMPONENTS)
+SPARK_ON_KUBERNETES = "k8s://https://kubernetes.default.svc:443"
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +37,12 @@ def compiled(tmp_path_factory):
         "32Gi",
         "--data-service",
         KUBERNETES_DISPATCHER,
+        "--example-gen-engine",
+        "spark",
+        "--spark-master",
+        SPARK_ON_KUBERNETES,
+        "--spark-conf",
+        "spark.kubernetes.namespace=kubeflow",
     )
     assert result.returncode == 0, result.stderr
     assert str(output) in result.stdout
@@ -272,3 +279,16 @@ def test_trainer_reads_through_the_data_service_it_was_compiled_with(compiled):
     trainer = _pipeline_spec(compiled)["root"]["dag"]["tasks"]["Trainer"]
     custom_config = trainer["inputs"]["parameters"]["custom_config"]["runtimeValue"]["constant"]
     assert json.loads(custom_config)["training"]["data_service"] == KUBERNETES_DISPATCHER
+
+
+def test_example_gen_converts_on_the_spark_master_it_was_compiled_with(compiled):
+    example_gen = _pipeline_spec(compiled)["root"]["dag"]["tasks"]["ShardedExampleGen"]
+    parameters = example_gen["inputs"]["parameters"]
+    assert parameters["engine"]["runtimeValue"]["constant"] == "spark"
+    assert parameters["spark_master"]["runtimeValue"]["constant"] == SPARK_ON_KUBERNETES
+    conf = json.loads(parameters["spark_conf"]["runtimeValue"]["constant"])
+    assert conf == {
+        "spark.kubernetes.namespace": "kubeflow",
+        # The executors run the image the components run.
+        "spark.kubernetes.container.image": "registry.example/tp:1",
+    }

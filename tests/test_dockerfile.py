@@ -158,6 +158,13 @@ def test_cpu_is_the_default_target() -> None:
     assert list(STAGES)[-1] == "cpu"
 
 
+def test_cpu_image_has_the_java_runtime_the_spark_engine_starts() -> None:
+    # ExampleGen runs in the CPU image; with --example-gen-engine spark it is Spark's driver.
+    runs = " ".join(_all("cpu", "RUN"))
+    assert '"openjdk-17-jre-headless=17.0.*"' in runs
+    assert "openjdk" not in " ".join(_all("gpu", "RUN")), "the Trainer needs no JVM"
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_runtime_runs_as_numeric_non_root_user(target: str) -> None:
     users = _all(target, "USER")

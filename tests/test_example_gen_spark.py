@@ -10,7 +10,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from example_data import write_csv, write_digit_images
-from spark_comparison import SPARK_MASTER, assert_same_conversion, convert_with, quarantined
+from spark_comparison import (
+    SHARDING,
+    SPARK_MASTER,
+    assert_same_conversion,
+    convert_with,
+    quarantined,
+)
 from tfrecord_pipelines.components.example_gen.spark.session import spark_session
 
 
@@ -101,3 +107,37 @@ def test_a_bad_spark_setting_is_refused_before_anything_runs(tmp_path):
     assert done.returncode != 0
     assert "--spark-conf 'executor.memory=4g': give key=value with a Spark setting" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_sharded_example_gen_on_spark_in_a_local_dag_run(spark, tmp_path):
+    from tfx.orchestration import metadata
+    from tfx.orchestration import pipeline as tfx_pipeline
+    from tfx.orchestration.local.local_dag_runner import LocalDagRunner
+
+    from tfrecord_pipelines.components.example_gen.component import ShardedExampleGen
+
+    source = write_csv(tmp_path / "csv", rows=3000)
+    component = ShardedExampleGen(
+        input_base=str(source),
+        sharding=SHARDING,
+        label_key="label",
+        max_bad_fraction=0.5,
+        engine="spark",
+        spark_master=SPARK_MASTER,
+    )
+    LocalDagRunner().run(
+        tfx_pipeline.Pipeline(
+            pipeline_name="spark-example-gen",
+            pipeline_root=str(tmp_path / "root"),
+            components=[component],
+            metadata_connection_config=metadata.sqlite_metadata_connection_config(
+                str(tmp_path / "metadata.db")
+            ),
+        )
+    )
+    (examples,) = (tmp_path / "root" / "ShardedExampleGen" / "examples").iterdir()
+    (quarantine,) = (tmp_path / "root" / "ShardedExampleGen" / "quarantine").iterdir()
+    convert_with("beam", source, tmp_path / "beam", "csv", label_key="label")
+    # The component's layout: quarantine/ is its own artifact, not inside examples/.
+    (examples / "quarantine").symlink_to(quarantine)
+    assert_same_conversion(tmp_path / "beam", examples)

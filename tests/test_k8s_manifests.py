@@ -264,8 +264,14 @@ def test_rolebinding_binds_the_service_account_to_the_role():
     ]
 
 
+SPARK_DIR = K8S_DIR / "components" / "spark-executors"
+SPARK_DRIVER_ROLE = "tfrecord-pipelines-spark-driver"
+
+
 @pytest.mark.parametrize(
-    "path", [p for p, _ in _objects_of_kind("Role")], ids=lambda p: str(p.relative_to(K8S_DIR))
+    "path",
+    [p for p, _ in _objects_of_kind("Role") if p.parent != SPARK_DIR],
+    ids=lambda p: str(p.relative_to(K8S_DIR)),
 )
 def test_role_is_least_privilege(path):
     (role,) = [doc for doc in _documents(path) if doc["kind"] == "Role"]
@@ -446,3 +452,33 @@ def test_data_service_runs_as_non_root_with_requests_and_scales_workers_up_only(
     target = autoscaler["spec"]["scaleTargetRef"]
     assert (target["kind"], target["name"]) == ("StatefulSet", "tfdata-worker")
     assert autoscaler["spec"]["behavior"]["scaleDown"]["selectPolicy"] == "Disabled"
+
+
+def test_spark_driver_may_run_executor_pods_and_nothing_more():
+    (role,) = [doc for doc in _documents(SPARK_DIR / "rbac.yaml") if doc["kind"] == "Role"]
+    assert role["metadata"]["name"] == SPARK_DRIVER_ROLE
+    lifecycle = ["create", "get", "list", "watch", "delete", "deletecollection"]
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": lifecycle},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": lifecycle},
+    ]
+    (binding,) = [d for d in _documents(SPARK_DIR / "rbac.yaml") if d["kind"] == "RoleBinding"]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": SPARK_DRIVER_ROLE,
+    }
+    # The run's identity: the ExampleGen pod, Spark's driver, runs as it.
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": "tfrecord-pipelines"}
+    ]
+    overlay = _kustomization(K8S_DIR / "overlays" / "spark")
+    assert overlay["components"] == ["../../components/spark-executors"]
+    assert ("ServiceAccount", SERVICE_ACCOUNT) in {
+        _key(o) for o in _built_objects(K8S_DIR / "overlays" / "spark")
+    }
+    assert any(
+        target["select"] == {"kind": "RoleBinding", "name": SPARK_DRIVER_ROLE}
+        for replacement in overlay["replacements"]
+        for target in replacement["targets"]
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import traceback
@@ -16,6 +17,7 @@ from tfrecord_pipelines.cli.task_arguments import (
     check_writable,
     config_from_args,
 )
+from tfrecord_pipelines.components.example_gen.spark.session import KUBERNETES_IMAGE_CONF
 
 # Where docker/Dockerfile installs the project's schemas/ folder.
 IMAGE_SCHEMAS_DIR = "/app/schemas"
@@ -164,6 +166,18 @@ def _in_image_paths(config):
     return config
 
 
+def _spark_executors_in_the_image(config, image: str):
+    """On a k8s:// master, Spark's executor pods run the component image unless told otherwise."""
+    ingest = config.ingest
+    conf = dict(ingest.spark_conf)
+    if not (ingest.engine == "spark" and (ingest.spark_master or "").startswith("k8s://")):
+        return config
+    conf.setdefault(KUBERNETES_IMAGE_CONF, image)
+    return dataclasses.replace(
+        config, ingest=dataclasses.replace(ingest, spark_conf=tuple(conf.items()))
+    )
+
+
 def run_compile(args: argparse.Namespace) -> str:
     """Writes the compiled spec; returns its path."""
     if args.output and not args.output.endswith((".yaml", ".yml")):
@@ -179,6 +193,7 @@ def run_compile(args: argparse.Namespace) -> str:
     )
     from tfrecord_pipelines.kubeflow import runner as kubeflow_runner
 
+    config = _spark_executors_in_the_image(config, args.image or kubeflow_runner.DEFAULT_IMAGE)
     placements = _placements(args, config.serving_dir)
     output = args.output or os.path.join("output", "kubeflow", f"{config.name}.yaml")
     check_writable(os.path.dirname(os.path.abspath(output)))

@@ -235,6 +235,13 @@ def _run(args: argparse.Namespace) -> None:
     config = config_from_args(args, serving_dir=layout.serving_dir)
     if config.training.data_service:
         _check_data_service(config.training.data_service)
+    if config.ingest.engine == "spark":
+        from tfrecord_pipelines.components.example_gen.spark.session import check_java
+
+        try:
+            check_java()
+        except RuntimeError as e:
+            raise UsageError(str(e)) from None
     with output_lock(output):
         source = config.source
         needed = _space_needed(config)

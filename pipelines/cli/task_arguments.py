@@ -129,6 +129,26 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: gzip for tabular data, none for images)",
     )
     parser.add_argument(
+        "--example-gen-engine",
+        choices=("beam", "spark"),
+        default="beam",
+        help="ShardedExampleGen's engine: beam (default: the --beam-arg runner) or spark "
+        "(needs Java 17; see --spark-master, --spark-conf)",
+    )
+    parser.add_argument(
+        "--spark-master",
+        help="with --example-gen-engine spark: local[N], local-cluster[N,CORES,MB], "
+        "spark://HOST:PORT or k8s://https://HOST:PORT (default: local[*])",
+    )
+    parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="with --example-gen-engine spark: a session setting, e.g. "
+        "spark.executor.memory=4g (repeatable)",
+    )
+    parser.add_argument(
         "--encoding",
         default="utf-8",
         help="CSV: the files' text encoding, e.g. latin-1 or cp1252 (default: utf-8); "
@@ -260,6 +280,7 @@ def _image_settings(args: argparse.Namespace, is_images: bool) -> dict:
 
 def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
     """Validates the task arguments and returns a PipelineConfig."""
+    from tfrecord_pipelines.components.example_gen.spark.session import parse_conf
     from tfrecord_pipelines.components.trainer.options import CACHE_MODES, TrainingOptions
     from tfrecord_pipelines.definition.config import (
         EvaluationThresholds,
@@ -307,7 +328,12 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
         ),
         training=training,
         ingest=IngestOptions(
-            num_readers=args.readers, compression=args.compression, encoding=args.encoding
+            num_readers=args.readers,
+            compression=args.compression,
+            encoding=args.encoding,
+            engine=args.example_gen_engine,
+            spark_master=args.spark_master,
+            spark_conf=tuple(parse_conf(args.spark_conf).items()),
         ),
         module_file=module_file,
     )

@@ -6,6 +6,8 @@ import dataclasses
 import re
 
 from tfrecord_pipelines.components.data_source import DataSource, check_encoding
+from tfrecord_pipelines.components.example_gen.keys import ENGINES
+from tfrecord_pipelines.components.example_gen.spark import session as spark_session
 from tfrecord_pipelines.components.shard_compression import parse_compression
 from tfrecord_pipelines.components.task import Task
 from tfrecord_pipelines.components.trainer.options import TrainingOptions
@@ -54,11 +56,21 @@ class IngestOptions:
         by a few percent under GZIP, which doubles the CPU of reading them).
       encoding: CSV: the files' text encoding (a Python codec name); rows
         that do not decode are quarantined.
+      engine: ``beam`` (the runner of the pipeline's Beam arguments) or
+        ``spark``: the same conversion on Spark, the engine tabular data at
+        scale often lives on already.
+      spark_master: Spark: local[N], local-cluster[N,CORES,MB], spark://...
+        or k8s://... (None: ``local[*]``, every core of the machine).
+      spark_conf: Spark: ``(key, value)`` session settings, e.g.
+        ``(("spark.executor.memory", "4g"),)``.
     """
 
     num_readers: int = 10
     compression: str | None = None
     encoding: str = "utf-8"
+    engine: str = "beam"
+    spark_master: str | None = None
+    spark_conf: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
         if self.num_readers < 1:
@@ -66,6 +78,11 @@ class IngestOptions:
         if self.compression is not None:
             parse_compression(self.compression)
         check_encoding(self.encoding)
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}.")
+        if self.spark_master:
+            spark_session.check_master(self.spark_master)
+        spark_session.parse_conf([f"{key}={value}" for key, value in self.spark_conf])
 
     def compression_for(self, source: DataSource) -> str:
         """The compression the shards of ``source`` get."""

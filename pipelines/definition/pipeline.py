@@ -117,6 +117,9 @@ def create_pipeline(
         sharding=ShardingOptions(num_readers=config.ingest.num_readers),
         compression=config.ingest.compression_for(source),
         encoding=config.ingest.encoding,
+        engine=config.ingest.engine,
+        spark_master=config.ingest.spark_master,
+        spark_conf=dict(config.ingest.spark_conf) or None,
         label_key=config.task.label,
         # A curated schema types the CSV columns; otherwise they are inferred.
         schema=curated_schema.outputs["schema"] if curated_schema else None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import sys
 from collections.abc import Iterator, Mapping
 
@@ -17,6 +18,8 @@ _DEFAULT_CONF = {
     "spark.executorEnv.TF_USE_LEGACY_KERAS": "1",
 }
 _MASTER_PREFIXES = ("local", "spark://", "k8s://", "yarn", "mesos://")
+KUBERNETES_IMAGE_CONF = "spark.kubernetes.container.image"
+_POD_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 
 def check_master(master: str) -> str:
@@ -67,6 +70,29 @@ def check_java() -> str:
     return java
 
 
+def kubernetes_driver_conf(conf: Mapping[str, str]) -> dict[str, str]:
+    """Settings for a driver that runs in a pod (client mode), from the pod itself.
+
+    Executors reach the driver at its pod IP, run in its namespace and are
+    owned by its pod (deleted with it). ``conf`` overrides each.
+
+    Raises:
+      ValueError: if no executor image is set.
+    """
+    if KUBERNETES_IMAGE_CONF not in conf:
+        raise ValueError(
+            f"A k8s:// master needs the executors' image: --spark-conf {KUBERNETES_IMAGE_CONF}="
+            "IMAGE (compile sets it to --image)."
+        )
+    defaults = {"spark.driver.bindAddress": "0.0.0.0"}
+    if os.path.exists(_POD_NAMESPACE_FILE):
+        with open(_POD_NAMESPACE_FILE) as f:
+            defaults["spark.kubernetes.namespace"] = f.read().strip()
+        defaults["spark.kubernetes.driver.pod.name"] = socket.gethostname()
+        defaults["spark.driver.host"] = socket.gethostbyname(socket.gethostname())
+    return {**defaults, **conf}
+
+
 @contextlib.contextmanager
 def spark_session(master: str, conf: Mapping[str, str] | None = None) -> Iterator:
     """Yields a SparkSession on ``master``; stops it after, unless it was running already.
@@ -94,8 +120,11 @@ def spark_session(master: str, conf: Mapping[str, str] | None = None) -> Iterato
             )
         yield running
         return
+    conf = dict(conf or {})
+    if master.startswith("k8s://"):
+        conf = kubernetes_driver_conf(conf)
     builder = SparkSession.builder.master(master).appName("ShardedExampleGen")
-    for key, value in {**_DEFAULT_CONF, **(conf or {})}.items():
+    for key, value in {**_DEFAULT_CONF, **conf}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
