@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -70,10 +71,14 @@ def test_parquet_with_bad_rows_and_an_unreadable_file_is_converted_as_beam_conve
     assert_same_conversion(tmp_path / "beam", tmp_path / "spark")
 
 
-def test_images_read_by_binary_file_are_converted_as_beam_converts_them(spark, tmp_path):
+def test_images_read_by_binary_file_are_converted_as_beam_converts_them(
+    spark, tmp_path, monkeypatch
+):
     labels = write_digit_images(tmp_path / "images", per_class=60)
-    convert_with("beam", tmp_path / "images", tmp_path / "beam", "images")
-    converted = convert_with("spark", tmp_path / "images", tmp_path / "spark", "images")
+    # A relative folder (Spark names the files by absolute URI), as the user gave it.
+    monkeypatch.chdir(tmp_path)
+    convert_with("beam", Path("images"), tmp_path / "beam", "images")
+    converted = convert_with("spark", Path("images"), tmp_path / "spark", "images")
     assert converted["records_written"] == len(labels)
     assert converted["quarantined"] >= 3
     assert all(r["reason"].startswith("not an image") for r in quarantined(tmp_path / "spark"))

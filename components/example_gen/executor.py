@@ -19,6 +19,10 @@ from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils, proto_utils
 
 from tfrecord_pipelines.components.example_gen import keys
+from tfrecord_pipelines.components.example_gen.beam_shards import (
+    SpillRecords,
+    WriteShardedTFRecords,
+)
 from tfrecord_pipelines.components.example_gen.beam_sources import ReadSource
 from tfrecord_pipelines.components.example_gen.quarantine import (
     QUARANTINE_FILE_PREFIX,
@@ -27,10 +31,7 @@ from tfrecord_pipelines.components.example_gen.quarantine import (
     summarize_quarantine,
 )
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
-from tfrecord_pipelines.components.example_gen.sharded_writer import (
-    WriteShardedTFRecords,
-    finalize_split,
-)
+from tfrecord_pipelines.components.example_gen.sharded_writer import finalize_split
 from tfrecord_pipelines.components.example_gen.sources import (
     DEFAULT_BLOCK_BYTES,
     DEFAULT_ENCODING,
@@ -38,7 +39,6 @@ from tfrecord_pipelines.components.example_gen.sources import (
     plan_source,
 )
 from tfrecord_pipelines.components.example_gen.spark.session import DEFAULT_MASTER
-from tfrecord_pipelines.components.example_gen.spill import SpillRecords
 from tfrecord_pipelines.components.example_gen.split_assignment import SplitAssigner
 
 _SPILL_DIR = ".spill"

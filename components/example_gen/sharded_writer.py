@@ -1,8 +1,9 @@
 """Writes a split's serialized records to TFRecord shards of a planned size.
 
-The input is a PCollection of ``spill.Spilled`` files, one split's records
-each: one Beam element per file, not per record, keeps Beam's cost per
-element out of the cost per record, and the records out of memory.
+The input is ``spill.Spilled`` files, one split's records each: one
+element or task per file, not per record, keeps an engine's cost per element
+out of the cost per record, and the records out of memory. Engine-neutral:
+``beam_shards`` runs these steps on Beam, ``spark/shard_stage`` on Spark.
 
 TFX's writer leaves the shard count to the runner (one file for small data on
 the DirectRunner). Here the split is measured first (records, bytes, and for
@@ -19,11 +20,9 @@ from __future__ import annotations
 import json
 import os
 import struct
-import uuid
 import zlib
 from collections.abc import Iterable
 
-import apache_beam as beam
 import tensorflow as tf
 
 from tfrecord_pipelines.components.example_gen.record_sample import RecordSample
@@ -52,37 +51,25 @@ def shard_suffix(compression: str) -> str:
     return ".gz" if parse_compression(compression)[0] == GZIP else ""
 
 
-class _MeasureSplit(beam.CombineFn):
-    """Counts records and bytes, merging the samples that measure compression."""
+def new_measure() -> list:
+    """Returns an empty measure: records, bytes, and a sample to measure compression."""
+    return [0, 0, RecordSample()]
 
-    def create_accumulator(self):
-        return [0, 0, RecordSample()]  # records, bytes, sample
 
-    def add_input(self, acc, spilled: Spilled):
-        acc[0] += spilled.records
-        acc[1] += spilled.bytes
-        acc[2].merge(spilled.sample)
-        return acc
-
-    def merge_accumulators(self, accumulators):
-        merged = self.create_accumulator()
-        for count, size, sample in accumulators:
-            merged[0] += count
-            merged[1] += size
-            merged[2].merge(sample)
-        return merged
-
-    def extract_output(self, acc):
-        return acc
+def add_to_measure(measure: list, records: int, size: int, sample: RecordSample) -> list:
+    """Adds a part of the split (a spill file, another measure) to a measure; returns it."""
+    measure[0] += records
+    measure[1] += size
+    measure[2].merge(sample)
+    return measure
 
 
 def measure_split(spilled: Iterable[Spilled]) -> list:
     """Returns a split's measure (records, bytes, sample) for ``plan_split``."""
-    measure = _MeasureSplit()
-    acc = measure.create_accumulator()
+    measure = new_measure()
     for one in spilled:
-        acc = measure.add_input(acc, one)
-    return acc
+        add_to_measure(measure, one.records, one.bytes, one.sample)
+    return measure
 
 
 def _framed(record: bytes) -> bytes:
@@ -152,27 +139,6 @@ class PieceWriter:
         return pieces
 
 
-class _WritePieces(beam.DoFn):
-    """Beam's pieces: one PieceWriter per bundle; each spill file is removed once read."""
-
-    def __init__(self, pieces_dir: str, compression: str):
-        self._pieces_dir = pieces_dir
-        self._compression = compression
-
-    def start_bundle(self):
-        self._writer = PieceWriter(self._pieces_dir, self._compression, uuid.uuid4().hex)
-
-    def process(self, spilled: Spilled, plan: ShardPlan):
-        self._writer.write(spilled.path, plan)
-        tf.io.gfile.remove(spilled.path)
-
-    def finish_bundle(self):
-        for piece in self._writer.close():
-            yield beam.utils.windowed_value.WindowedValue(
-                piece, 0, [beam.transforms.window.GlobalWindow()]
-            )
-
-
 def temp_shard_name(index: int, compression: str) -> str:
     """Returns a merged shard's name until ``finalize_split`` numbers it."""
     return f"{TEMP_SHARD_PREFIX}{index:05d}{shard_suffix(compression)}"
@@ -196,20 +162,6 @@ def merge_pieces(pieces: Iterable[tuple[str, int]], path: str, *, remove: bool) 
     return count
 
 
-class _MergeShard(beam.DoFn):
-    """Joins a shard's pieces, byte for byte, into its shard file."""
-
-    def __init__(self, split_dir: str, compression: str):
-        self._split_dir = split_dir
-        self._compression = compression
-
-    def process(self, element):
-        index, pieces = element
-        tf.io.gfile.makedirs(self._split_dir)
-        path = os.path.join(self._split_dir, temp_shard_name(index, self._compression))
-        yield {"index": index, "path": path, "records": merge_pieces(pieces, path, remove=True)}
-
-
 def write_outcome(shards: list[dict], plan: ShardPlan | None, path: str) -> None:
     """Writes a split's plan and merged shards ({"index", "path", "records"}) for finalize."""
     outcome = {
@@ -220,35 +172,6 @@ def write_outcome(shards: list[dict], plan: ShardPlan | None, path: str) -> None
     }
     with tf.io.gfile.GFile(path, "w") as f:
         json.dump(outcome, f)
-
-
-@beam.ptransform_fn
-def WriteShardedTFRecords(  # noqa: N802 - Beam transforms are named like classes
-    records: beam.PCollection,
-    split_dir: str,
-    outcome_path: str,
-    options: ShardingOptions,
-    compression: str,
-):
-    """Writes one split's spilled records as planned shards into split_dir.
-
-    The shard files keep temporary names until ``finalize_split`` runs; the
-    plan and each shard's record count go to outcome_path (JSON).
-    """
-    plan = (
-        records
-        | "Measure" >> beam.CombineGlobally(_MeasureSplit())
-        | "Plan" >> beam.Map(plan_split, options, compression)
-    )
-    plan_view = beam.pvalue.AsSingleton(plan)
-    return (
-        records
-        | "WritePieces" >> beam.ParDo(_WritePieces(pieces_dir(split_dir), compression), plan_view)
-        | "GroupByShard" >> beam.GroupByKey()
-        | "MergeShard" >> beam.ParDo(_MergeShard(split_dir, compression))
-        | "Collect" >> beam.combiners.ToList()
-        | "WriteOutcome" >> beam.Map(write_outcome, plan_view, outcome_path)
-    )
 
 
 def finalize_split(split_dir: str, outcome_path: str, compression: str) -> dict:

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import uuid
 
-import apache_beam as beam
 import tensorflow as tf
 
 from tfrecord_pipelines.components.example_gen.record_sample import RecordSample
@@ -102,22 +100,3 @@ class SpillWriter:
             )
         self._open = {}
         return spilled
-
-
-class SpillRecords(beam.DoFn):
-    """Beam's spill: one ``SpillWriter`` per bundle; emits a ``Spilled`` per file."""
-
-    def __init__(self, spill_dir: str):
-        self._spill_dir = spill_dir
-
-    def start_bundle(self):
-        self._writer = SpillWriter(self._spill_dir, uuid.uuid4().hex)
-
-    def process(self, element: tuple[str, list[bytes]]):
-        self._writer.add(*element)
-
-    def finish_bundle(self):
-        for spilled in self._writer.close():
-            yield beam.utils.windowed_value.WindowedValue(
-                spilled, 0, [beam.transforms.window.GlobalWindow()]
-            )

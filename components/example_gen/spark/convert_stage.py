@@ -71,9 +71,11 @@ class Converted:
 
 
 def file_path(uri: str) -> str:
-    """Returns a local path for Spark's ``file:`` URIs; other URIs unchanged."""
+    """Returns the absolute local path of a path or a ``file:`` URI; other URIs unchanged."""
     parsed = urllib.parse.urlparse(uri)
-    return urllib.parse.unquote(parsed.path) if parsed.scheme == "file" else uri
+    if parsed.scheme == "file":
+        return urllib.parse.unquote(parsed.path)
+    return uri if parsed.scheme else os.path.abspath(uri)
 
 
 def _kill_executor() -> None:
@@ -244,7 +246,8 @@ def _convert_image_files(spark, plan: SourcePlan, spill_dir: str, staging_dir: s
     ignoreCorruptFiles) are converted by the driver, so that they are
     quarantined with the reason Beam gives; there are few of them.
     """
-    files_by_path = {item.path: item for item in plan.files}
+    # Spark names files by absolute URI; the plan may hold relative paths.
+    files_by_path = {file_path(item.path): item for item in plan.files}
     settings = {
         "spark.sql.execution.arrow.maxRecordsPerBatch": str(_IMAGES_PER_BATCH),
         # Partitions by bytes, not by file count: an image is no costlier to open than its size.
@@ -263,7 +266,7 @@ def _convert_image_files(spark, plan: SourcePlan, spill_dir: str, staging_dir: s
         )
         function = _convert_images(files_by_path, plan.converter, spill_dir, staging_dir)
         converted = _collect(frame.mapInArrow(function, _RESULT_SCHEMA).collect())
-    left_out = [item for item in plan.files if item.path not in converted.seen]
+    left_out = [item for item in plan.files if file_path(item.path) not in converted.seen]
     if not left_out:
         return converted
     spill = SpillWriter(spill_dir, "driver")
@@ -277,7 +280,7 @@ def _convert_image_files(spark, plan: SourcePlan, spill_dir: str, staging_dir: s
     return Converted(
         converted.spilled + spill.close(),
         converted.quarantine_files + _write_quarantine(bad, staging_dir),
-        converted.seen | {item.path for item in left_out},
+        converted.seen | {file_path(item.path) for item in left_out},
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 
 import tensorflow as tf
@@ -60,14 +61,25 @@ def convert_with_spark(
     and the quarantine files, for the executor's ``finalize_split``.
     """
     staging_dir = os.path.join(spill_dir, "quarantine")
+    started = time.monotonic()
     with spark_session(master, conf) as spark:
-        print(f"Converting on Spark ({spark.sparkContext.master}) ...", flush=True)
+        print(
+            f"Converting on Spark ({spark.sparkContext.master}, session ready in "
+            f"{time.monotonic() - started:.1f} s) ...",
+            flush=True,
+        )
         spilled, quarantine_files = [], []
         for number, plan in enumerate(plans):
             spark.sparkContext.setJobDescription(f"ShardedExampleGen: convert input {number}")
             converted = convert_source(spark, plan, spill_dir, staging_dir)
             spilled += converted.spilled
             quarantine_files += converted.quarantine_files
+        records = sum(s.records for s in spilled)
+        print(
+            f"  converted {records:,} records into {len(spilled)} spill files "
+            f"({time.monotonic() - started:.1f} s)",
+            flush=True,
+        )
         shard_plans = {
             name: plan_split(
                 measure_split(s for s in spilled if s.split == name), sharding, compression
@@ -75,6 +87,10 @@ def convert_with_spark(
             for name in split_dirs
         }
         shards = write_shards(spark, spilled, shard_plans, dict(split_dirs), compression)
+        print(
+            f"  wrote {sum(map(len, shards.values()))} shards ({time.monotonic() - started:.1f} s)",
+            flush=True,
+        )
     for name, path in outcome_paths.items():
         write_outcome(shards[name], shard_plans[name], path)
     _commit_quarantine(quarantine_files, quarantine_uri)
