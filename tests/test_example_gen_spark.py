@@ -146,3 +146,19 @@ def test_sharded_example_gen_on_spark_in_a_local_dag_run(spark, tmp_path):
     # The component's layout: quarantine/ is its own artifact, not inside examples/.
     (examples / "quarantine").symlink_to(quarantine)
     assert_same_conversion(tmp_path / "beam", examples)
+
+
+def test_a_spark_session_that_cannot_start_is_a_one_line_error(tmp_path):
+    source = write_csv(tmp_path / "csv", rows=50, bad_rows=[])
+    done = subprocess.run(
+        [sys.executable, "-m", "tfrecord_pipelines", "convert", str(source), str(tmp_path / "out"),
+         "--engine", "spark", "--spark-master", "local[1]",
+         "--spark-conf", "spark.driver.memory=a-lot"],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()[-1:]
+    assert line.startswith("error: convert failed: RuntimeError: the Spark job failed: "), line
+    assert "Traceback" not in done.stderr
+    assert not list((tmp_path / "out").glob("**/*.gz")), "a failed conversion left shards"
