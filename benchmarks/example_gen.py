@@ -182,10 +182,10 @@ def _bare_chain(source: str, dest: str, compression: str) -> int:
     return rows
 
 
-def _sharded(source: str, dest: str, source_format: str, compression: str, workers: str) -> dict:
+def _convert(source: str, dest: str, source_format: str, compression: str, **engine) -> dict:
+    """Converts as the command line does; ``engine``: Beam arguments or the Spark engine's."""
     from tfrecord_pipelines.components.example_gen.convert import convert
     from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
-    from tfrecord_pipelines.local.runner import local_beam_args
 
     report = convert(
         source,
@@ -194,9 +194,8 @@ def _sharded(source: str, dest: str, source_format: str, compression: str, worke
         sharding=ShardingOptions(num_readers=10 if source_format == "images" else None),
         compression=compression,
         label_key="label" if source_format != "images" else None,
-        # As convert passes them: TFX not packaged for workers that do not exist.
-        beam_pipeline_args=local_beam_args(TWO_WORKERS if workers == "2w" else IN_MEMORY),
         overwrite=True,
+        **engine,
     )
     return {
         "rows": report["records_written"],
@@ -206,6 +205,14 @@ def _sharded(source: str, dest: str, source_format: str, compression: str, worke
             for name, split in report["splits"].items()
         },
     }
+
+
+def _sharded(source: str, dest: str, source_format: str, compression: str, workers: str) -> dict:
+    from tfrecord_pipelines.local.runner import local_beam_args
+
+    # As convert passes them: TFX not packaged for workers that do not exist.
+    beam_args = local_beam_args(TWO_WORKERS if workers == "2w" else IN_MEMORY)
+    return _convert(source, dest, source_format, compression, beam_pipeline_args=beam_args)
 
 
 def _csv_example_gen(source: str, dest: str) -> int:
@@ -320,40 +327,25 @@ def _peak_rss_mb() -> dict:
 
 def _spark(source: str, dest: str, source_format: str, compression: str, master: str) -> dict:
     """Converts on Spark; the session's start and the workers' imports are timed apart."""
-    from tfrecord_pipelines.components.example_gen.convert import convert
-    from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
     from tfrecord_pipelines.components.example_gen.spark.session import spark_session
 
     started, cpu_started = time.monotonic(), _tree_cpu()
     with spark_session(master) as spark:
         _warm_workers(spark)
         startup, startup_cpu = time.monotonic() - started, _tree_cpu() - cpu_started
-        report = convert(
-            source,
-            dest,
-            source_format=source_format,
-            sharding=ShardingOptions(num_readers=10 if source_format == "images" else None),
-            compression=compression,
-            label_key="label" if source_format != "images" else None,
-            engine="spark",
-            spark_master=master,
-            overwrite=True,
+        details = _convert(
+            source, dest, source_format, compression, engine="spark", spark_master=master
         )
         seconds = time.monotonic() - started - startup
         cpu = _tree_cpu() - cpu_started - startup_cpu
         memory = _peak_rss_mb()
     return {
-        "rows": report["records_written"],
         "seconds": seconds,
         "cpu": cpu,
         **memory,
         "startup_s": startup,
         "startup_cpu": startup_cpu,
-        "quarantined": report["quarantined_by_reason"],
-        "shard_mib": {
-            name: [round(s["bytes"] / 2**20, 1) for s in split["shards"]]
-            for name, split in report["splits"].items()
-        },
+        **details,
     }
 
 
