@@ -3,14 +3,17 @@
 LocalDagRunner runs one component at a time in this process (the
 DirectRunner's in-memory mode included), so the process's CPU time (user +
 sys, reaped child processes included) between an executor's start and end is
-that component's. Only the executor is metered: not the driver, the cache
-look-up or the publishing, which cost the same for every component.
+that component's. Child processes that outlive a component (the JVM and
+Python workers of ExampleGen's Spark engine) are counted while they live.
+Only the executor is metered: not the driver, the cache look-up or the
+publishing, which cost the same for every component.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import resource
 import time
 from collections.abc import Iterator
@@ -31,11 +34,32 @@ class Cost:
 
 
 def process_cpu_seconds() -> float:
-    """User + sys CPU seconds of this process and its reaped children."""
+    """User + sys CPU seconds of this process, its reaped children and its live descendants."""
     return sum(
         usage.ru_utime + usage.ru_stime
         for usage in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    )
+    ) + _live_descendants_cpu_seconds()
+
+
+def _live_descendants_cpu_seconds() -> float:
+    """CPU of the descendants still running, with what each of them has reaped (Linux /proc)."""
+    parents, ticks = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone while listed
+        # After the name: state ppid ...; utime stime cutime cstime are the 12th-15th.
+        parents[int(entry)] = int(fields[1])
+        ticks[int(entry)] = sum(int(value) for value in fields[11:15])
+    mine, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - mine
+        mine |= frontier
+    return sum(ticks[pid] for pid in mine) / os.sysconf("SC_CLK_TCK")
 
 
 @contextlib.contextmanager
