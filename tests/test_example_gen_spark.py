@@ -21,6 +21,18 @@ from spark_comparison import (
 from tfrecord_pipelines.components.example_gen.spark.session import spark_session
 
 
+def test_a_spark_session_that_cannot_start_is_a_one_line_error(tmp_path):
+    # First in the module: no session runs yet, so this one is started (and fails).
+    source = write_csv(tmp_path / "csv", rows=50, bad_rows=[])
+    with pytest.raises(RuntimeError, match=r"^the Spark job failed: \[JAVA_GATEWAY_EXITED\]") as e:
+        convert_with(
+            "spark", source, tmp_path / "out", "csv", spark_master="local[1]",
+            spark_conf={"spark.driver.memory": "a-lot"},
+        )  # fmt: skip
+    assert "\n" not in str(e.value)
+    assert not list((tmp_path / "out").glob("**/*.gz")), "a failed conversion left shards"
+
+
 @pytest.fixture(scope="module")
 def spark():
     """One local[2] session for the module: conversions find it running and use it."""
@@ -146,19 +158,3 @@ def test_sharded_example_gen_on_spark_in_a_local_dag_run(spark, tmp_path):
     # The component's layout: quarantine/ is its own artifact, not inside examples/.
     (examples / "quarantine").symlink_to(quarantine)
     assert_same_conversion(tmp_path / "beam", examples)
-
-
-def test_a_spark_session_that_cannot_start_is_a_one_line_error(tmp_path):
-    source = write_csv(tmp_path / "csv", rows=50, bad_rows=[])
-    done = subprocess.run(
-        [sys.executable, "-m", "tfrecord_pipelines", "convert", str(source), str(tmp_path / "out"),
-         "--engine", "spark", "--spark-master", "local[1]",
-         "--spark-conf", "spark.driver.memory=a-lot"],
-        capture_output=True,
-        text=True,
-    )  # fmt: skip
-    assert done.returncode == 1
-    (line,) = done.stderr.strip().splitlines()[-1:]
-    assert line.startswith("error: convert failed: RuntimeError: the Spark job failed: "), line
-    assert "Traceback" not in done.stderr
-    assert not list((tmp_path / "out").glob("**/*.gz")), "a failed conversion left shards"
