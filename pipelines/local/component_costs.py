@@ -35,10 +35,13 @@ class Cost:
 
 def process_cpu_seconds() -> float:
     """User + sys CPU seconds of this process, its reaped children and its live descendants."""
-    return sum(
-        usage.ru_utime + usage.ru_stime
-        for usage in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    ) + _live_descendants_cpu_seconds()
+    return (
+        sum(
+            usage.ru_utime + usage.ru_stime
+            for usage in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+        )
+        + _live_descendants_cpu_seconds()
+    )
 
 
 def _live_descendants_cpu_seconds() -> float:
