@@ -80,19 +80,26 @@ def _split_sources(
     ]
 
 
-def _read_spilled_splits(
-    pipeline, exec_properties: dict[str, Any], output_config, input_config, spill_dir: str
-):
-    """Applies the source transforms; returns (split name → PCollection of Spilled files)."""
-    batches, quarantines = [], []
-    for number, (pattern, assigner) in enumerate(_split_sources(input_config, output_config)):
-        plan = plan_source(
+def _source_plans(exec_properties: dict[str, Any], input_config, output_config) -> list:
+    """Each input pattern's source plan (``sources.SourcePlan``), for either engine."""
+    return [
+        plan_source(
             exec_properties[keys.SOURCE_FORMAT_KEY],
             exec_properties[standard_component_specs.INPUT_BASE_KEY],
             pattern,
             assigner=assigner,
             options=source_options(exec_properties),
         )
+        for pattern, assigner in _split_sources(input_config, output_config)
+    ]
+
+
+def _read_spilled_splits(
+    pipeline, exec_properties: dict[str, Any], output_config, input_config, spill_dir: str
+):
+    """Applies the source transforms; returns (split name → PCollection of Spilled files)."""
+    batches, quarantines = [], []
+    for number, plan in enumerate(_source_plans(exec_properties, input_config, output_config)):
         outputs = pipeline | f"Read[Input{number}]" >> ReadSource(plan)
         batches.append(outputs["examples"])
         quarantines.append(outputs[QUARANTINE_TAG])
@@ -120,18 +127,8 @@ def _convert_with_spark(exec_properties, input_config, output_config, **outputs)
     """Converts on Spark; ``outputs`` as ``spark.engine.convert_with_spark`` takes them."""
     from tfrecord_pipelines.components.example_gen.spark.engine import convert_with_spark
 
-    plans = [
-        plan_source(
-            exec_properties[keys.SOURCE_FORMAT_KEY],
-            exec_properties[standard_component_specs.INPUT_BASE_KEY],
-            pattern,
-            assigner=assigner,
-            options=source_options(exec_properties),
-        )
-        for pattern, assigner in _split_sources(input_config, output_config)
-    ]
     convert_with_spark(
-        plans,
+        _source_plans(exec_properties, input_config, output_config),
         master=exec_properties.get(keys.SPARK_MASTER_KEY) or DEFAULT_MASTER,
         conf=json.loads(exec_properties.get(keys.SPARK_CONF_KEY) or "{}"),
         **outputs,

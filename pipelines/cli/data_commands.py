@@ -92,6 +92,7 @@ def _parse_splits(text: str) -> dict[str, int]:
 
 def _check_engine(args: argparse.Namespace) -> dict[str, str]:
     """Checks the Spark settings (and that Java is there) before any slow import."""
+    from tfrecord_pipelines.cli.task_arguments import check_java_for_spark
     from tfrecord_pipelines.components.example_gen.spark import session
 
     if args.engine != "spark":
@@ -100,10 +101,7 @@ def _check_engine(args: argparse.Namespace) -> dict[str, str]:
         return {}
     session.check_master(args.spark_master)
     conf = session.parse_conf(args.spark_conf)
-    try:
-        session.check_java()
-    except RuntimeError as e:
-        raise ValueError(str(e)) from None
+    check_java_for_spark()
     return conf
 
 

@@ -17,6 +17,7 @@ from tfrecord_pipelines.cli.task_arguments import (
     UsageError,
     add_no_cache_argument,
     add_task_arguments,
+    check_java_for_spark,
     check_writable,
     config_from_args,
     dataset_name,
@@ -236,12 +237,7 @@ def _run(args: argparse.Namespace) -> None:
     if config.training.data_service:
         _check_data_service(config.training.data_service)
     if config.ingest.engine == "spark":
-        from tfrecord_pipelines.components.example_gen.spark.session import check_java
-
-        try:
-            check_java()
-        except RuntimeError as e:
-            raise UsageError(str(e)) from None
+        check_java_for_spark()
     with output_lock(output):
         source = config.source
         needed = _space_needed(config)

@@ -339,6 +339,16 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
     )
 
 
+def check_java_for_spark() -> None:
+    """Raises UsageError naming the package to install if Spark would find no Java runtime."""
+    from tfrecord_pipelines.components.example_gen.spark.session import check_java
+
+    try:
+        check_java()
+    except RuntimeError as e:
+        raise UsageError(str(e)) from None
+
+
 def check_writable(folder: str) -> None:
     """Raises UsageError unless files can be written in ``folder`` (made if missing)."""
     if os.path.exists(folder) and not os.path.isdir(folder):

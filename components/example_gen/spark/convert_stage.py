@@ -48,10 +48,29 @@ _IMAGE_OPEN_COST = 64 * 1024
 _IMAGE_PARTITION_BYTES = 32 * 1024 * 1024
 # Tasks per core: enough that a slow or retried task leaves the others work.
 _TASKS_PER_CORE = 4
-_RESULT_SCHEMA = (
-    "kind string, split string, path string, records long, bytes long, "
-    "sample array<binary>, sample_crcs array<long>, sample_threshold long, seen array<string>"
+_RESULT = pa.schema(
+    [
+        ("kind", pa.string()),
+        ("split", pa.string()),
+        ("path", pa.string()),
+        ("records", pa.int64()),
+        ("bytes", pa.int64()),
+        ("sample", pa.list_(pa.binary())),
+        ("sample_crcs", pa.list_(pa.int64())),
+        ("sample_threshold", pa.int64()),
+        ("seen", pa.list_(pa.string())),
+    ]
 )
+_DDL_TYPES = {pa.string(): "string", pa.int64(): "long", pa.binary(): "binary"}
+
+
+def _ddl(arrow_type: pa.DataType) -> str:
+    if pa.types.is_list(arrow_type):
+        return f"array<{_ddl(arrow_type.value_type)}>"
+    return _DDL_TYPES[arrow_type]
+
+
+_RESULT_SCHEMA = ", ".join(f"{field.name} {_ddl(field.type)}" for field in _RESULT)
 _SPARK_TYPES = {"str": "string", "int": "long"}
 
 
@@ -93,9 +112,11 @@ def _kill_executor() -> None:
 class _Task:
     """One attempt's outputs: spill files and a quarantine file of its own."""
 
-    def __init__(self, spill_dir: str, staging_dir: str):
+    def __init__(self, converter, spill_dir: str, staging_dir: str):
         from pyspark import TaskContext
 
+        gc.freeze()  # see beam_sources
+        converter.setup()
         context = TaskContext.get()
         self.partition = context.partitionId()
         self.attempt = context.attemptNumber()
@@ -137,38 +158,20 @@ class _Task:
             rows.append(_row(QUARANTINE, path=self._quarantine_path, records=self._bad))
         if self.seen:
             rows.append(_row(SEEN, records=len(self.seen), seen=self.seen))
-        return pa.RecordBatch.from_pylist(rows, schema=_result_arrow_schema())
+        return pa.RecordBatch.from_pylist(rows, schema=_RESULT)
 
 
 def _row(kind: str, **fields) -> dict:
-    row = dict.fromkeys(_result_arrow_schema().names)
+    row = dict.fromkeys(_RESULT.names)
     row.update(kind=kind, **fields)
     return row
-
-
-def _result_arrow_schema() -> pa.Schema:
-    return pa.schema(
-        [
-            ("kind", pa.string()),
-            ("split", pa.string()),
-            ("path", pa.string()),
-            ("records", pa.int64()),
-            ("bytes", pa.int64()),
-            ("sample", pa.list_(pa.binary())),
-            ("sample_crcs", pa.list_(pa.int64())),
-            ("sample_threshold", pa.int64()),
-            ("seen", pa.list_(pa.string())),
-        ]
-    )
 
 
 def _convert_units(unit_type, converter, spill_dir: str, staging_dir: str):
     """Returns the mapInArrow function converting batches of unit descriptors."""
 
     def convert(batches):
-        gc.freeze()  # see beam_sources
-        converter.setup()
-        task = _Task(spill_dir, staging_dir)
+        task = _Task(converter, spill_dir, staging_dir)
         for batch in batches:
             for row in batch.to_pylist():
                 task.take(converter.convert(unit_type(**row)))
@@ -181,8 +184,7 @@ def _convert_images(files_by_path: dict, converter, spill_dir: str, staging_dir:
     """Returns the mapInArrow function converting batches of (path, content) from binaryFile."""
 
     def convert(batches):
-        converter.setup()
-        task = _Task(spill_dir, staging_dir)
+        task = _Task(converter, spill_dir, staging_dir)
         for batch in batches:
             paths = [file_path(uri) for uri in batch.column("path").to_pylist()]
             items = [files_by_path[path] for path in paths]
