@@ -50,17 +50,21 @@ def _instructions(text: str) -> list[tuple[str, str]]:
 
 
 def _stages() -> dict[str, Stage]:
+    """The stages by name; a FROM's ${ARG} is the default of the ARG declared before it."""
     stages: dict[str, Stage] = {}
+    arguments: dict[str, str] = {}
+    stage = None
     for keyword, args in _instructions(DOCKERFILE.read_text()):
         if keyword == "FROM":
             base, _, name = args.partition(" AS ")
-            stage = stages.setdefault(name.strip(), Stage(name.strip(), base.strip()))
+            base = _expand(base.strip(), arguments)
+            stage = stages.setdefault(name.strip(), Stage(name.strip(), base))
+        elif keyword == "ARG" and stage is None:
+            name, _, default = args.partition("=")
+            arguments[name] = default
         else:
             stage.instructions.append((keyword, args))
     return stages
-
-
-STAGES = _stages()
 
 
 def _chain(name: str) -> list[Stage]:
@@ -93,6 +97,9 @@ def _expand(value: str, env: dict[str, str]) -> str:
     return re.sub(r"\$\{(\w+)\}|\$(\w+)", lookup, value)
 
 
+STAGES = _stages()
+
+
 def _copy_args(args: str) -> tuple[dict[str, str], list[str]]:
     words = shlex.split(args)
     flags = dict(w[2:].partition("=")[::2] for w in words if w.startswith("--"))
@@ -100,9 +107,10 @@ def _copy_args(args: str) -> tuple[dict[str, str], list[str]]:
 
 
 def _build_stage(target: str) -> str:
-    """The stage whose /app the runtime target copies."""
+    """The stage whose venv the runtime target copies (COPY --from, or a RUN's bind mount)."""
     froms = [_copy_args(a)[0].get("from") for a in _all(target, "COPY")]
-    builds = [f for f in froms if f and f in STAGES and f != "uv"]
+    froms += re.findall(r"--mount=type=bind,from=([\w-]+)", " ".join(_all(target, "RUN")))
+    builds = sorted({f for f in froms if f and f in STAGES and f != "uv"})
     assert len(builds) == 1, f"{target} copies from {builds}; expected one build stage"
     return builds[0]
 
@@ -193,9 +201,14 @@ def test_uv_version_matches_makefile() -> None:
 @pytest.mark.parametrize("target", TARGETS)
 def test_installs_from_the_lock(target: str) -> None:
     build = _build_stage(target)
-    steps = [(kw, a) for s in _chain(build) for kw, a in s.instructions if kw in ("COPY", "RUN")]
+    steps = [
+        (kw, a)
+        for s in _chain(build) + _chain(target)[1:]
+        for kw, a in s.instructions
+        if kw in ("COPY", "RUN")
+    ]
     syncs = [i for i, (kw, a) in enumerate(steps) if kw == "RUN" and "uv sync" in a]
-    assert len(syncs) == 2, f"{build}: expected a dependencies sync and a project sync"
+    assert len(syncs) == 2, f"{build}, {target}: expected a dependencies sync and a project sync"
     for i in syncs:
         words = steps[i][1].split()
         assert "--frozen" in words and "--no-dev" in words, steps[i][1]
@@ -206,6 +219,41 @@ def test_installs_from_the_lock(target: str) -> None:
     source_at = next(i for i, srcs in copied if "components/" in srcs)
     assert lock_at < syncs[0] < source_at < syncs[1]
     assert "--no-install-project" in steps[syncs[0]][1]
+    # The dependencies' layer comes before any project file, so a source edit reuses it.
+    venv_at = next(i for i, (kw, a) in enumerate(steps) if f"--from={build} " in a)
+    assert syncs[0] < venv_at < source_at
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_runtime_has_neither_compiler_nor_uv(target: str) -> None:
+    steps = [a for s in _chain(target) for kw, a in s.instructions if kw in ("COPY", "RUN")]
+    assert not [a for a in steps if "--from=uv" in a and not a.startswith("--mount")]
+    assert "uv" not in [_copy_args(a)[0].get("from") for a in _all(target, "COPY")]
+    assert not [a for a in steps if "g++" in a or "gcc" in a]
+    [project_sync] = [a for a in _all(target, "RUN") if "uv sync" in a]
+    assert "--mount=type=bind,from=uv,source=/uv" in project_sync
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_the_ca_bundle_is_a_build_secret_never_a_layer(target: str) -> None:
+    syncs = [
+        a
+        for s in _chain(_build_stage(target)) + _chain(target)
+        for kw, a in s.instructions
+        if kw == "RUN" and "uv sync" in a
+    ]
+    for sync in syncs:
+        assert "--mount=type=secret,id=ca-bundle" in sync and "with-ca-bundle uv sync" in sync
+    assert "SSL_CERT_FILE" not in _env(target)
+    script = (REPO_ROOT / "docker" / "with-ca-bundle").read_text()
+    assert "SSL_CERT_FILE=/run/secrets/ca-bundle" in script
+
+
+def test_base_images_are_build_arguments_defaulting_to_the_public_ones() -> None:
+    text = DOCKERFILE.read_text()
+    assert "FROM ${PYTHON_IMAGE} AS python-base" in text
+    assert "FROM ${UV_IMAGE} AS uv" in text
+    assert BASE_IMAGE.fullmatch(STAGES["python-base"].base)
 
 
 def test_gpu_extra_is_tensorflow_with_cuda_in_the_lock() -> None:
