@@ -19,12 +19,20 @@ CHROMIUM := /usr/bin/chromium
 # The Spark engine's tests start JVMs: Debian's Java 17 runtime, installed the
 # same way; `make run` (Beam) does not need it.
 JAVA := /usr/lib/jvm/java-17-openjdk-amd64/bin/java
+# `make image` and the container tests: Debian's podman (rootful), runc, and
+# debootstrap for a local base image where the public ones cannot be pulled.
+PODMAN := /usr/bin/podman
+# The image target `make image` builds: cpu (every component) or gpu (the Trainer).
+TARGET ?= cpu
 APT_INSTALL = $(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq && \
 	DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo -E) \
 	apt-get install -y -qq --no-install-recommends
 IMPORT_TREE := build/import-tree
+# `make test` on every core (at most 4: each worker's pipeline runs take GBs of
+# memory), a test module per worker at a time, heaviest first (tests/conftest.py).
+PYTEST_PARALLEL := --numprocesses auto --maxprocesses 4 --dist loadscope --no-loadscope-reorder
 
-.PHONY: run compile test lint docs setup browser jvm lock clean
+.PHONY: run compile test lint docs setup browser jvm containers image lock clean
 
 run: setup  ## Run the pipeline locally on the bundled data (or ARGS).
 	$(PYTHON) -m tfrecord_pipelines run $(ARGS)
@@ -32,11 +40,11 @@ run: setup  ## Run the pipeline locally on the bundled data (or ARGS).
 compile: setup  ## Write the Kubeflow Pipelines v2 spec.
 	$(PYTHON) -m tfrecord_pipelines compile $(ARGS)
 
-test: setup lint browser jvm  ## Lint, then run every test: the docs build, end-to-end pipeline runs, a browser and Spark included.
-	$(PYTHON) -m pytest
+test: setup lint browser jvm containers  ## Lint, then run every test on both cores: the docs build, pipeline runs, a browser, Spark and the image included.
+	$(PYTHON) -m pytest $(PYTEST_PARALLEL)
 
 lint: setup
-	$(VENV)/bin/ruff check components pipelines tests benchmarks setup.py docs
+	$(VENV)/bin/ruff check components pipelines tests benchmarks setup.py docs docker
 	@# lint-imports reads the wheel's tree: only there is components/ inside
 	@# tfrecord_pipelines (setup.py maps the folders; grimp walks directories).
 	@# uv builds the wheel from a fresh sdist, so no stale build/ file slips in.
@@ -60,6 +68,14 @@ jvm: $(JAVA)  ## Install Java 17 for the Spark engine (--engine spark).
 
 $(JAVA):
 	$(APT_INSTALL) openjdk-17-jre-headless
+
+containers: $(PODMAN)  ## Install podman, runc and debootstrap: builds and runs the component image.
+
+$(PODMAN):
+	$(APT_INSTALL) podman runc debootstrap
+
+image: containers | $(UV)  ## Build the component image with podman: TARGET=cpu (default) or gpu.
+	python3 docker/build_image.py --target $(TARGET)
 
 $(UV):
 	python3 -m venv $(TOOLS)
