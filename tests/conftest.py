@@ -25,6 +25,31 @@ PIPELINE_COMPONENTS = (
 )
 
 
+# Test modules in the order `make test` hands them to its workers (pytest-xdist,
+# --dist loadscope --no-loadscope-reorder: a module and its shared runs stay on
+# one worker): the longest first, so that both workers finish together. Runs
+# in the component image take longest (the image build, two whole DAGs), then
+# pipeline runs and fault tests.
+_HEAVIEST_MARKS = (("image",), ("e2e", "faults"))
+
+
+def _weight_class(module_items: list) -> int:
+    marks = {mark.name for item in module_items for mark in item.iter_markers()}
+    for weight, names in enumerate(_HEAVIEST_MARKS):
+        if marks & set(names):
+            return weight
+    return len(_HEAVIEST_MARKS)
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    """Orders the modules heaviest first, keeping each module's tests in their order."""
+    modules: dict[str, list] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    order = sorted(modules.values(), key=_weight_class)
+    items[:] = [item for module in order for item in module]
+
+
 def free_port() -> int:
     """A TCP port of 127.0.0.1 that nothing listens on now, for a test's server."""
     with socket.socket() as s:
@@ -72,3 +97,35 @@ def chromium_endpoint():
         yield chromium.endpoint
     finally:
         chromium.stop()
+
+
+@pytest.fixture(scope="session")
+def component_image() -> str:
+    """The cpu image, built from docker/Dockerfile as `make image` builds it; its tag."""
+    from component_image import ContainerSetupError, build_component_image
+
+    try:
+        return build_component_image("cpu")
+    except ContainerSetupError as e:
+        pytest.fail(f"the component image cannot be built here: {e}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def docker_api(tmp_path_factory):
+    """podman's Docker API on a socket of this session's, named by $DOCKER_HOST while it runs."""
+    from component_image import ContainerSetupError, DockerApi
+
+    try:
+        api = DockerApi(tmp_path_factory.mktemp("podman"))
+    except ContainerSetupError as e:
+        pytest.fail(f"containers cannot run here: {e}", pytrace=False)
+    before = os.environ.get("DOCKER_HOST")
+    os.environ["DOCKER_HOST"] = api.url
+    try:
+        yield api
+    finally:
+        api.stop()
+        if before is None:
+            os.environ.pop("DOCKER_HOST", None)
+        else:
+            os.environ["DOCKER_HOST"] = before

@@ -3,27 +3,26 @@
 kfp.local (kfp 2.13) loads the compiled YAML as a component, orders its tasks,
 builds each task's ExecutorInput, substitutes the placeholders of the
 container's command and args, and reads each executor output back into the
-next task's inputs. Two of its behaviours differ from the open-source backend
-the pipeline is compiled for, and only those two are swapped here:
+next task's inputs. One of its behaviours differs from the open-source
+backend the pipeline is compiled for, and only that one is swapped here:
+input artifact types. kfp.local types an upstream artifact by its schema
+title (``system.Artifact`` for TFX's types). The backend's driver reads
+upstream outputs back from ML Metadata without their type:
+``GetOutputArtifactsByExecutionId`` sets ``Schema: ""`` and
+``OutputArtifact.ToRuntimeArtifact`` copies it into ``type.instanceSchema``
+(backend ``src/v2/metadata/client.go``, 2.4.1 and 2.5.0).
 
-1. The task handler. ``SubprocessRunner`` runs only lightweight Python
-   components and refuses a container's command. ``ContainerCommandHandler``
-   runs the command and args as they are, in a subprocess of this
-   environment (the image's virtualenv is this one: ``python`` is
-   ``sys.executable``), as the launcher runs them in the pod once it has
-   substituted the placeholders (backend ``src/v2/component/launcher_v2.go``,
-   ``Execute``).
-2. Input artifact types. kfp.local types an upstream artifact by its schema
-   title (``system.Artifact`` for TFX's types). The backend's driver reads
-   upstream outputs back from ML Metadata without their type:
-   ``GetOutputArtifactsByExecutionId`` sets ``Schema: ""`` and
-   ``OutputArtifact.ToRuntimeArtifact`` copies it into ``type.instanceSchema``
-   (backend ``src/v2/metadata/client.go``, 2.4.1 and 2.5.0).
+Everything else is kfp.local's own: its ``DockerRunner`` runs each task's
+command and args in the image the spec names, as the launcher runs them in
+the pod once it has substituted the placeholders (backend
+``src/v2/component/launcher_v2.go``, ``Execute``), with the pipeline root
+mounted at its own path. Its task handler is only watched, to record what
+each task did.
 
 Known limits of kfp.local that the compiled pipeline does not meet: it ignores
 the PlatformSpec, has no object store, ML Metadata or caching, and names a
 task's folder after its component name less the first 5 characters (it
-expects ``comp-``). The handler records each task's ExecutorInput, exit status
+expects ``comp-``). The watched handler records each task's ExecutorInput, exit status
 and executor output file, for the tests to check what the launcher would.
 """
 
@@ -31,13 +30,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
 
 from kfp import components, dsl, local
-from kfp.local import executor_input_utils, status, subprocess_task_handler
+from kfp.local import docker_task_handler, executor_input_utils, status
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 _INVOCATION_FLAG = "--json_serialized_invocation_args"
@@ -50,6 +50,8 @@ class TaskRecord:
     executor_input: pipeline_spec_pb2.ExecutorInput
     returncode: int
     executor_output_text: str | None
+    # What the task printed (kfp.local relays its container's logs).
+    logs: str
 
 
 def _executor_input(full_command: list[str]) -> pipeline_spec_pb2.ExecutorInput:
@@ -58,35 +60,6 @@ def _executor_input(full_command: list[str]) -> pipeline_spec_pb2.ExecutorInput:
 
     value = full_command[full_command.index(_INVOCATION_FLAG) + 1]
     return json_format.Parse(value, pipeline_spec_pb2.ExecutorInput())
-
-
-def _container_command_handler(records: dict[str, TaskRecord]) -> type:
-    class ContainerCommandHandler(subprocess_task_handler.SubprocessTaskHandler):
-        """Runs a container component's command and args as a local subprocess."""
-
-        def __init__(self, image, full_command, pipeline_root, runner) -> None:
-            # The base class's checks refuse anything but lightweight Python components.
-            self.image = image
-            self.full_command = list(full_command)
-            self.pipeline_root = pipeline_root
-            self.runner = runner
-
-        def run(self) -> status.Status:
-            command = list(self.full_command)
-            if command[0] == "python":
-                command[0] = sys.executable
-            executor_input = _executor_input(command)
-            returncode = subprocess_task_handler.run_local_subprocess(command)
-            output_file = Path(executor_input.outputs.output_file)
-            task = output_file.parent.name  # kfp.local's task folder
-            records[task] = TaskRecord(
-                executor_input,
-                returncode,
-                output_file.read_text() if output_file.exists() else None,
-            )
-            return status.Status.SUCCESS if returncode == 0 else status.Status.FAILURE
-
-    return ContainerCommandHandler
 
 
 def _untyped_artifact_list(artifact: dsl.Artifact) -> pipeline_spec_pb2.ArtifactList:
@@ -103,13 +76,49 @@ def _untyped_artifact_list(artifact: dsl.Artifact) -> pipeline_spec_pb2.Artifact
     )
 
 
+def _recorded(record_into: dict[str, TaskRecord], full_command, returncode: int, logs: str) -> None:
+    executor_input = _executor_input(list(full_command))
+    output_file = Path(executor_input.outputs.output_file)
+    record_into[output_file.parent.name] = TaskRecord(  # kfp.local's task folder
+        executor_input,
+        returncode,
+        output_file.read_text() if output_file.exists() else None,
+        logs,
+    )
+
+
+class _Tee(io.StringIO):
+    """Keeps what is written and passes it on."""
+
+    def __init__(self, passed_to) -> None:
+        super().__init__()
+        self._passed_to = passed_to
+
+    def write(self, text: str) -> int:
+        self._passed_to.write(text)
+        return super().write(text)
+
+
+def _watched_docker_handler(records: dict[str, TaskRecord]) -> type:
+    class WatchedDockerTaskHandler(docker_task_handler.DockerTaskHandler):
+        """kfp.local's own DockerTaskHandler, its result recorded."""
+
+        def run(self) -> status.Status:
+            logs = _Tee(sys.stdout)
+            with contextlib.redirect_stdout(logs):
+                result = super().run()
+            returncode = 0 if result == status.Status.SUCCESS else 1
+            _recorded(records, self.full_command, returncode, logs.getvalue())
+            return result
+
+    return WatchedDockerTaskHandler
+
+
 @contextlib.contextmanager
 def _as_kfp_open_source(records: dict[str, TaskRecord]) -> Iterator[None]:
     with (
         mock.patch.object(
-            subprocess_task_handler,
-            "SubprocessTaskHandler",
-            _container_command_handler(records),
+            docker_task_handler, "DockerTaskHandler", _watched_docker_handler(records)
         ),
         mock.patch.object(
             executor_input_utils, "dsl_artifact_to_artifact_list", _untyped_artifact_list
@@ -119,7 +128,7 @@ def _as_kfp_open_source(records: dict[str, TaskRecord]) -> Iterator[None]:
 
 
 def run_compiled_pipeline(package: Path, pipeline_root: Path) -> dict[str, TaskRecord]:
-    """Runs every task of a compiled KFP v2 YAML through kfp.local's orchestration.
+    """Runs every task of a compiled KFP v2 YAML in its image through kfp.local's orchestration.
 
     Args:
       package: the compiled pipeline (PipelineSpec, optionally a PlatformSpec).
@@ -137,7 +146,7 @@ def run_compiled_pipeline(package: Path, pipeline_root: Path) -> dict[str, TaskR
         for name in pipeline.pipeline_spec.components
     }
     local.init(
-        runner=local.SubprocessRunner(use_venv=False),
+        runner=local.DockerRunner(),  # the Docker API at $DOCKER_HOST
         pipeline_root=str(pipeline_root),
         raise_on_error=True,
     )

@@ -1,12 +1,19 @@
-"""The compiled Kubeflow pipeline, all 8 tasks, run by kfp.local's own orchestrator.
+"""The compiled Kubeflow pipeline, all 8 tasks, run in the component image by kfp.local.
 
-kfp.local orders the tasks, builds every ExecutorInput and substitutes the
-placeholders; ``kfp_local_runs`` swaps only the task handler and the input
-artifact typing for the open-source backend's behaviour. Each task's executor
-output is then read as the backend's launcher reads it: ``protojson.Unmarshal``
-(strict: an unknown field fails) into ``ExecutorOutput``, whose messages in
-kfp-pipeline-spec 0.6.0 are those of the backend's
-``api/v2alpha1/pipeline_spec.proto`` at 2.4.1 and 2.5.0 (checked below).
+kfp.local orders the tasks, builds every ExecutorInput, substitutes the
+placeholders and, with its DockerRunner, runs each task's command in the image
+the spec names: the cpu image built from docker/Dockerfile (`make image`),
+through podman's Docker API, as the image's UID 1000 with the venv read-only,
+the pipeline root mounted at its own path as kfp.local mounts it.
+``kfp_local_runs`` changes only the input artifact typing, to the open-source
+backend's. The DAG runs twice: with ExampleGen on Beam, and on Spark
+(``local[2]``: the JVM and Spark's Python workers inside the container).
+
+Each task's executor output is then read as the backend's launcher reads it:
+``protojson.Unmarshal`` (strict: an unknown field fails) into
+``ExecutorOutput``, whose messages in kfp-pipeline-spec 0.6.0 are those of the
+backend's ``api/v2alpha1/pipeline_spec.proto`` at 2.4.1 and 2.5.0 (checked
+below).
 """
 
 from __future__ import annotations
@@ -24,9 +31,10 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from kfp_local_runs import TaskRecord, run_compiled_pipeline
 from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2, statistics_pb2
 
+from component_image import chown_for_the_image, podman
 from conftest import PIPELINE_COMPONENTS, REPO_ROOT, run_cli
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.image]
 
 TASKS = PIPELINE_COMPONENTS
 # ExecutorOutput and the messages it holds, as written in kubeflow/pipelines'
@@ -95,28 +103,41 @@ def test_installed_executor_output_is_the_backends():
     assert _messages(pipeline_spec_pb2.ExecutorOutput.DESCRIPTOR, {}) == BACKEND_EXECUTOR_OUTPUT
 
 
-@pytest.fixture(scope="module")
-def dag(tmp_path_factory):
-    """Compiles the bundled penguins pipeline and runs its whole DAG once.
+# ExampleGen's engine in each run of the DAG: the compile options that choose it.
+ENGINES = {
+    "beam": (),
+    "spark": ("--example-gen-engine", "spark", "--spark-master", "local[2]"),
+}
+IMAGE_USER = 1000
 
-    Data, schema and serving folder are outside the repository, so compile
-    keeps their local paths (it points the bundled ones at the image's).
+
+@pytest.fixture(scope="module", params=sorted(ENGINES))
+def dag(request, tmp_path_factory, component_image, docker_api):
+    """Compiles the bundled penguins pipeline for the image and runs its whole DAG in it.
+
+    kfp.local mounts the pipeline root alone into each task's container, so
+    the data and the serving folder are inside it; the root belongs to the
+    image's user, as a pod's volume with fsGroup would. The bundled schema is
+    given by its repository path, which compile points at the image's copy.
     """
-    folder = tmp_path_factory.mktemp("kfp_local")
-    data = shutil.copytree(REPO_ROOT / "data" / "penguins", folder / "data" / "penguins")
-    schema = shutil.copy(REPO_ROOT / "schemas" / "penguins" / "schema.pbtxt", folder)
-    package = folder / "penguins.yaml"
+    root = tmp_path_factory.mktemp(f"kfp_docker_{request.param}") / "pipeline_root"
+    data = shutil.copytree(REPO_ROOT / "data" / "penguins", root / "data" / "penguins")
+    package = root.parent / "penguins.yaml"
     compiled = run_cli(
         "compile",
-        *("--data", str(data), "--label", "species", "--schema", str(schema)),
-        *("--serving-dir", str(folder / "serving"), "--train-steps", "200"),
+        *("--data", str(data), "--label", "species"),
+        *("--schema", str(REPO_ROOT / "schemas" / "penguins" / "schema.pbtxt")),
+        *("--serving-dir", str(root / "serving"), "--train-steps", "200"),
+        *("--image", component_image, "--gpus", "0"),
+        *ENGINES[request.param],
         *("--output", str(package)),
     )
     assert compiled.returncode == 0, compiled.stderr[-3000:]
     spec = pipeline_spec_pb2.PipelineSpec()
     json_format.ParseDict(next(yaml.safe_load_all(package.read_text())), spec)
-    records = run_compiled_pipeline(package, folder / "pipeline_root")
-    return spec, records, folder
+    chown_for_the_image(root)
+    records = run_compiled_pipeline(package, root)
+    return spec, records, root
 
 
 def _executor_output(record: TaskRecord) -> pipeline_spec_pb2.ExecutorOutput:
@@ -135,11 +156,12 @@ def _input_uri(record: TaskRecord, name: str) -> Path:
     return Path(record.executor_input.inputs.artifacts[name].artifacts[0].uri)
 
 
-def test_every_task_ran_once_through_the_entry_point_and_wrote_every_output(dag):
+def test_every_task_ran_once_through_the_entry_point_and_wrote_every_output(dag, component_image):
     spec, records, _ = dag
     assert set(records) == set(TASKS)
     for task in TASKS:
         container = spec.deployment_spec["executors"][spec.components[task].executor_label]
+        assert container["container"]["image"] == component_image
         assert list(container["container"]["command"]) == [
             "python",
             "-m",
@@ -263,3 +285,39 @@ def test_transform_trainer_evaluator_pusher(dag):
     destination = Path(pushed["pushed_destination"])
     assert destination.parent == folder / "serving"
     assert (destination / "saved_model.pb").is_file()
+
+
+def test_tasks_ran_as_the_images_user_with_its_schemas(dag):
+    spec, records, _ = dag
+    for task in TASKS:
+        for name in spec.components[task].output_definitions.artifacts:
+            uri, _ = _output(records[task], name)
+            assert uri.stat().st_uid == IMAGE_USER, (task, name)
+    # compile pointed the bundled schema at the image's copy, which the task read.
+    parameters = records["ImportSchemaGen"].executor_input.inputs.parameter_values
+    assert parameters["schema_file"].string_value == "/app/schemas/penguins/schema.pbtxt"
+
+
+def test_example_gen_ran_on_its_engine_in_the_container(dag, request):
+    _, records, _ = dag
+    logs = records["ShardedExampleGen"].logs
+    on_spark = "Converting on Spark (local[2]" in logs
+    assert on_spark == (request.node.callspec.params["dag"] == "spark"), logs[-2000:]
+
+
+def test_the_image_runs_as_a_numeric_user_with_a_read_only_environment(component_image):
+    probe = podman(
+        "run",
+        "--rm",
+        component_image,
+        "python",
+        "-c",
+        "import os, shutil, tfrecord_pipelines; "
+        "print(os.getuid(), os.access('/app/.venv/lib', os.W_OK), "
+        "os.access(os.environ['HOME'], os.W_OK), bool(shutil.which('java')), "
+        "tfrecord_pipelines.__file__)",
+    )
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    uid, venv_writable, home_writable, has_java, package = probe.stdout.split()
+    assert (uid, venv_writable, home_writable, has_java) == ("1000", "False", "True", "True")
+    assert package.startswith("/app/pipelines/")
