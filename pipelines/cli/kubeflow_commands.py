@@ -126,9 +126,8 @@ def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _placements(args: argparse.Namespace, serving_dir: str) -> dict:
-    """The Trainer's GPU node pool and volumes, and the Pusher's serving volume."""
-    from tfrecord_pipelines.definition.pipeline import PUSHER_ID, TRAINER_ID
+def _trainer_placement(args: argparse.Namespace):
+    """The Trainer's GPU node pool and volumes, from the flags (checked before any slow import)."""
     from tfrecord_pipelines.kubeflow import platform_spec
 
     def given(values: list[str] | None, default: list[str]) -> list[str]:
@@ -142,13 +141,19 @@ def _placements(args: argparse.Namespace, serving_dir: str) -> dict:
     )
     tolerations = given(args.gpu_toleration, [platform_spec.DEFAULT_GPU_TOLERATION])
     gpu_pool = args.gpus > 0
-    placements = {
-        TRAINER_ID: platform_spec.TaskPlacement(
-            node_selector=platform_spec.parse_node_selector(selector) if gpu_pool else {},
-            tolerations=tuple(map(platform_spec.Toleration.parse, tolerations)) if gpu_pool else (),
-            volumes=tuple(map(platform_spec.VolumeMount.parse, args.trainer_volume)),
-        )
-    }
+    return platform_spec.TaskPlacement(
+        node_selector=platform_spec.parse_node_selector(selector) if gpu_pool else {},
+        tolerations=tuple(map(platform_spec.Toleration.parse, tolerations)) if gpu_pool else (),
+        volumes=tuple(map(platform_spec.VolumeMount.parse, args.trainer_volume)),
+    )
+
+
+def _placements(args: argparse.Namespace, trainer_placement, serving_dir: str) -> dict:
+    """The Trainer's placement, and the Pusher's serving volume."""
+    from tfrecord_pipelines.definition.pipeline import PUSHER_ID, TRAINER_ID
+    from tfrecord_pipelines.kubeflow import platform_spec
+
+    placements = {TRAINER_ID: trainer_placement}
     if args.serving_pvc != _NONE and "://" not in serving_dir:
         placements[PUSHER_ID] = platform_spec.TaskPlacement(
             volumes=(platform_spec.VolumeMount(args.serving_pvc, os.path.dirname(serving_dir)),)
@@ -182,19 +187,21 @@ def run_compile(args: argparse.Namespace) -> str:
     """Writes the compiled spec; returns its path."""
     if args.output and not args.output.endswith((".yaml", ".yml")):
         raise UsageError(f"--output {args.output} must end in .yaml or .yml.")
-    config = _in_image_paths(config_from_args(args, serving_dir=args.serving_dir))
     from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
 
+    # The Trainer's flags first: a typo there is an error before the data is read.
     resources = TrainerResources(
         gpus=args.gpus,
         accelerator=args.gpu_resource,
         cpu=args.trainer_cpu,
         memory=args.trainer_memory,
     )
+    trainer_placement = _trainer_placement(args)
+    config = _in_image_paths(config_from_args(args, serving_dir=args.serving_dir))
     from tfrecord_pipelines.kubeflow import runner as kubeflow_runner
 
     config = _spark_executors_in_the_image(config, args.image or kubeflow_runner.DEFAULT_IMAGE)
-    placements = _placements(args, config.serving_dir)
+    placements = _placements(args, trainer_placement, config.serving_dir)
     output = args.output or os.path.join("output", "kubeflow", f"{config.name}.yaml")
     check_writable(os.path.dirname(os.path.abspath(output)))
     kubeflow_runner.compile_for_kubeflow(
