@@ -127,7 +127,7 @@ def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _trainer_placement(args: argparse.Namespace):
-    """The Trainer's GPU node pool and volumes, from the flags (checked before any slow import)."""
+    """The Trainer's GPU node pool and volumes, from the flags."""
     from tfrecord_pipelines.kubeflow import platform_spec
 
     def given(values: list[str] | None, default: list[str]) -> list[str]:
@@ -187,9 +187,10 @@ def run_compile(args: argparse.Namespace) -> str:
     """Writes the compiled spec; returns its path."""
     if args.output and not args.output.endswith((".yaml", ".yml")):
         raise UsageError(f"--output {args.output} must end in .yaml or .yml.")
+    config = _in_image_paths(config_from_args(args, serving_dir=args.serving_dir))
     from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
 
-    # The Trainer's flags first: a typo there is an error before the data is read.
+    # The Trainer's flags before the runner's import (TFX): a typo is a quick error.
     resources = TrainerResources(
         gpus=args.gpus,
         accelerator=args.gpu_resource,
@@ -197,7 +198,6 @@ def run_compile(args: argparse.Namespace) -> str:
         memory=args.trainer_memory,
     )
     trainer_placement = _trainer_placement(args)
-    config = _in_image_paths(config_from_args(args, serving_dir=args.serving_dir))
     from tfrecord_pipelines.kubeflow import runner as kubeflow_runner
 
     config = _spark_executors_in_the_image(config, args.image or kubeflow_runner.DEFAULT_IMAGE)
