@@ -20,8 +20,10 @@ CHROMIUM := /usr/bin/chromium
 # same way; `make run` (Beam) does not need it.
 JAVA := /usr/lib/jvm/java-17-openjdk-amd64/bin/java
 # `make image` and the container tests: Debian's podman (rootful), runc, and
-# debootstrap for a local base image where the public ones cannot be pulled.
+# debootstrap for a local base image where the public ones cannot be pulled,
+# catatonit for the pause process of `podman kube play`'s pods.
 PODMAN := /usr/bin/podman
+CATATONIT := /usr/bin/catatonit
 # The image target `make image` builds: cpu (every component) or gpu (the Trainer).
 TARGET ?= cpu
 APT_INSTALL = $(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq && \
@@ -69,10 +71,10 @@ jvm: $(JAVA)  ## Install Java 17 for the Spark engine (--engine spark).
 $(JAVA):
 	$(APT_INSTALL) openjdk-17-jre-headless
 
-containers: $(PODMAN)  ## Install podman, runc and debootstrap: builds and runs the component image.
+containers: $(PODMAN) $(CATATONIT)  ## Install podman, runc, debootstrap, catatonit: builds and runs the component image.
 
-$(PODMAN):
-	$(APT_INSTALL) podman runc debootstrap
+$(PODMAN) $(CATATONIT):
+	$(APT_INSTALL) podman runc debootstrap catatonit
 
 image: containers | $(UV)  ## Build the component image with podman: TARGET=cpu (default) or gpu.
 	python3 docker/build_image.py --target $(TARGET)

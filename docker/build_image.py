@@ -143,10 +143,13 @@ def build(target: str, tag: str, bases: dict[str, str], env: dict[str, str]) -> 
         text=True,
         check=True,
     ).stdout.strip()
-    print(
+    summary = (
         f"Built {tag}: {int(size) / 1e9:.2f} GB, {wall:.0f} s wall, {cpu:.0f} s CPU "
         f"(user+sys of podman and its children), {cached} of {steps} steps from the cache"
     )
+    with open(log_path, "a") as log:
+        log.write(summary + "\n")
+    print(summary)
 
 
 def main(argv: list[str] | None = None) -> int:

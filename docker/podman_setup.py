@@ -22,7 +22,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONTAINERS_CONF = REPO_ROOT / "build" / "containers" / "containers.conf"
 # What `make containers` installs (Debian 12's packages).
-INSTALL_HINT = "run `make containers` (apt-get install podman runc debootstrap)"
+INSTALL_HINT = "run `make containers` (apt-get install podman runc debootstrap catatonit)"
 # Podman's own default nofile limit; more only if the hard limit allows.
 _NOFILE = 1048576
 _NPROC = 65536
@@ -65,7 +65,8 @@ def check_podman(*, build: bool = False) -> None:
     Args:
       build: also require what `make image` needs to make a local base image.
     """
-    needed = ["podman", "runc"] + (["debootstrap"] if build else [])
+    # catatonit: the pause process of a pod (`podman kube play`).
+    needed = ["podman", "runc", "catatonit"] + (["debootstrap"] if build else [])
     missing = [tool for tool in needed if shutil.which(tool) is None]
     if missing:
         raise ContainerSetupError(f"{', '.join(missing)} not found: {INSTALL_HINT}")

@@ -1,4 +1,9 @@
-"""make_dataset on real tf.data service servers: a dispatcher and two workers, each a process."""
+"""make_dataset on real tf.data service servers: a dispatcher and two workers, each a process.
+
+The bundled pipeline's Trainer then reads through the servers as
+k8s/components/data-service runs them: its pods, in the component image
+(``data_service_pods``).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import tensorflow as tf
 from data_service_servers import DataServiceServers
 
 from conftest import REPO_ROOT, run_cli, run_summary
+from data_service_pods import data_service_pods, pod_containers
 from tfrecord_pipelines.components.trainer.data_service import (
     DataService,
     DataServiceError,
@@ -169,21 +175,26 @@ def test_bad_addresses_are_named(address, message):
 
 
 @pytest.mark.e2e
-def test_the_bundled_pipeline_trains_on_the_service_workers(servers, tmp_path):
-    service = servers.start_dispatcher()
-    servers.start_workers(2)
+def test_the_bundled_pipeline_trains_on_the_manifests_pods(tmp_path, component_image, docker_api):
     output = tmp_path / "output"
+    output.mkdir()
+    with data_service_pods(output, component_image, tmp_path) as (address, pods):
+        for pod in pods:
+            [container] = pod_containers(pod)
+            assert container["State"]["Running"], (pod, container["State"])
+            assert container["Config"]["User"].split(":")[0] == "1000", pod
+            assert container["HostConfig"]["ReadonlyRootfs"] is True, pod
 
-    result = run_cli(
-        "run", "--output", str(output), "--train-steps", "300", "--data-service", service.address
-    )
+        result = run_cli(
+            "run", "--output", str(output), "--train-steps", "300", "--data-service", address
+        )
 
     assert result.returncode == 0, result.stderr[-3000:]
-    assert f"Trainer input: tf.data service at {service.address}, 2 worker(s)" in result.stdout
+    assert f"Trainer input: tf.data service at {address}, 2 worker(s)" in result.stdout
     summary = run_summary(output, "penguins", result.stdout)
     assert summary.blessed
     report = json.loads((Path(summary.model_run) / "input_stall.json").read_text())
-    assert report["data_service"] == service.address
+    assert report["data_service"] == address
     assert [epoch["data_service_workers"] for epoch in report["epochs"]] == [2, 2]
 
 
