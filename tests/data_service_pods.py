@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +28,11 @@ import yaml
 
 from component_image import podman
 from conftest import REPO_ROOT, free_port
+from tfrecord_pipelines.components.trainer.data_service import (
+    DataService,
+    DataServiceError,
+    registered_workers,
+)
 
 MANIFESTS = REPO_ROOT / "k8s" / "components" / "data-service"
 _READY_WAIT_S = 120
@@ -76,15 +80,19 @@ def _pod(statefulset: dict, ordinal: int, image: str, args: dict, shards: Path) 
     }
 
 
-def _wait_for_port(port: int, pods: list[str]) -> None:
+def _wait_for_workers(address: str, count: int, pods: list[str]) -> None:
+    """Waits until COUNT workers have registered with the dispatcher at ADDRESS."""
+    service = DataService(address)
     deadline = time.monotonic() + _READY_WAIT_S
     while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
+        try:
+            if len(registered_workers(service, timeout_s=5)) >= count:
                 return
+        except DataServiceError:
+            pass  # not listening yet
         time.sleep(0.5)
     logs = "\n".join(podman("pod", "logs", pod).stdout[-2000:] for pod in pods)
-    raise AssertionError(f"nothing listens on 127.0.0.1:{port} after {_READY_WAIT_S} s:\n{logs}")
+    raise AssertionError(f"{count} workers did not register in {_READY_WAIT_S} s:\n{logs}")
 
 
 @contextlib.contextmanager
@@ -110,7 +118,7 @@ def data_service_pods(output: Path, image: str, folder: Path) -> Iterator[tuple[
     try:
         assert played.returncode == 0, played.stderr[-3000:]
         pods = [p["metadata"]["name"] for p in (dispatcher, *workers)]
-        _wait_for_port(dispatcher_port, pods)
+        _wait_for_workers(f"127.0.0.1:{dispatcher_port}", len(workers), pods)
         yield f"127.0.0.1:{dispatcher_port}", pods
     finally:
         podman("pod", "rm", "--force", *(p["metadata"]["name"] for p in (dispatcher, *workers)))
