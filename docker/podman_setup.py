@@ -13,6 +13,7 @@ that both use one configuration. Two settings are needed on a sandboxed Debian
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import shutil
@@ -54,9 +55,15 @@ def write_containers_conf(path: Path = CONTAINERS_CONF) -> Path:
     return path
 
 
+@functools.cache
+def _containers_conf() -> Path:
+    """The settings file, written once per process (every podman call uses it)."""
+    return write_containers_conf()
+
+
 def podman_environment() -> dict[str, str]:
     """This process's environment with CONTAINERS_CONF pointing at our settings."""
-    return {**os.environ, "CONTAINERS_CONF": str(write_containers_conf())}
+    return {**os.environ, "CONTAINERS_CONF": str(_containers_conf())}
 
 
 def check_podman(*, build: bool = False) -> None:

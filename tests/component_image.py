@@ -27,7 +27,6 @@ _API_WAIT_S = 60
 
 def build_component_image(target: str = "cpu") -> str:
     """Builds TARGET as `make image` does; returns its tag. Fails in one line if it cannot."""
-    check_podman(build=True)
     _BUILD_LOCK.parent.mkdir(parents=True, exist_ok=True)
     with open(_BUILD_LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -101,10 +100,5 @@ class DockerApi:
 
 def chown_for_the_image(folder: Path) -> None:
     """Gives FOLDER to the image's user (UID 1000, group 0), as a pod's fsGroup would."""
-    for root, dirs, files in os.walk(folder):
-        for name in [
-            root,
-            *(os.path.join(root, d) for d in dirs),
-            *(os.path.join(root, f) for f in files),
-        ]:
-            os.chown(name, 1000, 0)
+    for path in [folder, *folder.rglob("*")]:
+        os.chown(path, 1000, 0)

@@ -76,17 +76,6 @@ def _untyped_artifact_list(artifact: dsl.Artifact) -> pipeline_spec_pb2.Artifact
     )
 
 
-def _recorded(record_into: dict[str, TaskRecord], full_command, returncode: int, logs: str) -> None:
-    executor_input = _executor_input(list(full_command))
-    output_file = Path(executor_input.outputs.output_file)
-    record_into[output_file.parent.name] = TaskRecord(  # kfp.local's task folder
-        executor_input,
-        returncode,
-        output_file.read_text() if output_file.exists() else None,
-        logs,
-    )
-
-
 class _Tee(io.StringIO):
     """Keeps what is written and passes it on."""
 
@@ -107,8 +96,14 @@ def _watched_docker_handler(records: dict[str, TaskRecord]) -> type:
             logs = _Tee(sys.stdout)
             with contextlib.redirect_stdout(logs):
                 result = super().run()
-            returncode = 0 if result == status.Status.SUCCESS else 1
-            _recorded(records, self.full_command, returncode, logs.getvalue())
+            executor_input = _executor_input(list(self.full_command))
+            output_file = Path(executor_input.outputs.output_file)
+            records[output_file.parent.name] = TaskRecord(  # kfp.local's task folder
+                executor_input,
+                0 if result == status.Status.SUCCESS else 1,
+                output_file.read_text() if output_file.exists() else None,
+                logs.getvalue(),
+            )
             return result
 
     return WatchedDockerTaskHandler
