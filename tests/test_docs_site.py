@@ -40,8 +40,10 @@ def test_every_page_in_the_docs_folder_is_built(site):
     assert len(pages) >= 15
     for page in pages:
         relative = page.relative_to(REPO_ROOT / "docs").with_suffix("")
-        built = site / relative / "index.html" if relative.name != "index" else (
-            site / relative.parent / "index.html"
+        built = (
+            site / relative / "index.html"
+            if relative.name != "index"
+            else (site / relative.parent / "index.html")
         )
         assert built.is_file(), f"{page} was not built"
 

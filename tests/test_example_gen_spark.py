@@ -45,10 +45,13 @@ def test_csv_with_bad_rows_is_converted_as_beam_converts_it(spark, tmp_path):
     (source / "more.csv").write_text(
         (source / "data.csv").read_text().replace("red", "crimson", 40)
     )
-    options = dict(label_key="label", block_bytes=64 * 1024)
+    # A small eval cap: the split sized to the data, the same on both engines.
+    options = dict(label_key="label", block_bytes=64 * 1024, eval_rows=500)
     beam = convert_with("beam", source, tmp_path / "beam", "csv", **options)
     converted = convert_with("spark", source, tmp_path / "spark", "csv", **options)
     assert converted["quarantined"] == 8 and converted["records_written"] == 8000
+    assert converted["split_sizing"]["capped"]
+    assert 400 < converted["splits"]["eval"]["records"] < 600
     assert converted["splits"]["train"]["planned_shards"] > 2
     assert_same_conversion(tmp_path / "beam", tmp_path / "spark")
     assert {k: v for k, v in converted.items() if k != "splits"} == {

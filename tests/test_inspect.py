@@ -1,5 +1,9 @@
 """Inspection of TFRecord files: counts, sizes and the feature spec from the records."""
 
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import tensorflow as tf
 
@@ -69,3 +73,25 @@ def test_convert_then_inspect_from_the_command_line(tmp_path):
     assert inspected.returncode == 0, inspected.stderr[-2000:]
     assert "'amount': tf.io.FixedLenFeature([1], tf.float32)," in inspected.stdout
     assert "'colour': tf.io.FixedLenFeature([1], tf.string)," in inspected.stdout
+
+
+def test_convert_detects_the_format_and_plans_as_run_does(tmp_path):
+    source = tmp_path / "parquet"
+    source.mkdir()
+    pq.write_table(
+        pa.table({"x": [float(i) for i in range(2_000)], "label": ["a", "b"] * 1_000}),
+        source / "part-0.parquet",
+    )
+    converted = run_cli(
+        "convert", str(source), str(tmp_path / "out"), "--eval-rows", "400",
+        "--beam-arg=--direct_running_mode=in_memory",
+    )  # fmt: skip
+    assert converted.returncode == 0, converted.stderr[-2000:]
+    assert f"Converting {source} (parquet)" in converted.stdout
+    assert "Splits sized to the data: 2,000 rows, eval capped at about 400 rows" in converted.stdout
+    plan = json.loads((tmp_path / "out" / "shard_plan.json").read_text())
+    # run's floor of 10 readers: every split has at least 10 shards though it is tiny.
+    assert plan["num_readers"] == 10
+    assert [split["planned_shards"] for split in plan["splits"].values()] == [10, 10]
+    # Parquet is tabular: GZIP, as run writes it.
+    assert plan["compression"] == "gzip"

@@ -55,16 +55,26 @@ def fresh_python(wheel, tmp_path_factory) -> Path:
     requirements = root / "requirements.txt"
     uv = _uv()
     _run(
-        uv, "export", "--frozen", "--no-dev", "--no-emit-project",
-        "--no-hashes", "--quiet", "--output-file", str(requirements), cwd=REPO_ROOT,
+        uv,
+        "export",
+        "--frozen",
+        "--no-dev",
+        "--no-emit-project",
+        "--no-hashes",
+        "--quiet",
+        "--output-file",
+        str(requirements),
+        cwd=REPO_ROOT,
     )
     venv = root / "venv"
     _run(uv, "venv", "--quiet", "--python", sys.executable, str(venv), cwd=root)
     python = venv / "bin" / "python"
-    _run(uv, "pip", "install", "--quiet", "--python", str(python), "-r", str(requirements),
-         cwd=root)
-    _run(uv, "pip", "install", "--quiet", "--no-deps", "--python", str(python), str(wheel),
-         cwd=root)
+    _run(
+        uv, "pip", "install", "--quiet", "--python", str(python), "-r", str(requirements), cwd=root
+    )
+    _run(
+        uv, "pip", "install", "--quiet", "--no-deps", "--python", str(python), str(wheel), cwd=root
+    )
     return python
 
 
@@ -106,8 +116,15 @@ def test_a_user_pipeline_converts_with_sharded_example_gen_and_reads_with_make_d
     data = tmp_path / "data"
     shutil.copytree(REPO_ROOT / "data" / "penguins", data)
     root = tmp_path / "root"
-    _run(str(fresh_python), "-m", "pipelines.penguins", str(data), str(root), cwd=project,
-         timeout=1200)
+    _run(
+        str(fresh_python),
+        "-m",
+        "pipelines.penguins",
+        str(data),
+        str(root),
+        cwd=project,
+        timeout=1200,
+    )
 
     (plan_file,) = root.glob("ShardedExampleGen/examples/*/shard_plan.json")
     plan = json.loads(plan_file.read_text())

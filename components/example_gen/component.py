@@ -29,6 +29,7 @@ from tfrecord_pipelines.components.example_gen.keys import (
     ENCODING_KEY,
     ENGINE_KEY,
     ENGINES,
+    EVAL_ROWS_KEY,
     LABEL_KEY,
     MAX_BAD_FRACTION_KEY,
     NUM_READERS_KEY,
@@ -46,6 +47,7 @@ from tfrecord_pipelines.components.example_gen.sources import (
     SourceOptions,
 )
 from tfrecord_pipelines.components.example_gen.spark import session
+from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
 from tfrecord_pipelines.components.shard_compression import GZIP, parse_compression
 
 DEFAULT_MAX_BAD_FRACTION = 0.01
@@ -86,6 +88,7 @@ class ShardedExampleGenSpec(standard_component_specs.FileBasedExampleGenSpec):
         ENGINE_KEY: ExecutionParameter(type=str, optional=True),
         SPARK_MASTER_KEY: ExecutionParameter(type=str, optional=True),
         SPARK_CONF_KEY: ExecutionParameter(type=str, optional=True),
+        EVAL_ROWS_KEY: ExecutionParameter(type=int, optional=True),
         # Part of TFX's cache key only: a changed converter converts again.
         CODE_VERSION_KEY: ExecutionParameter(type=str, optional=True),
     }
@@ -129,6 +132,7 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
         engine: str = BEAM,
         spark_master: str | None = None,
         spark_conf: dict[str, str] | None = None,
+        eval_rows: int | None = DEFAULT_EVAL_ROWS,
     ):
         """Builds the component.
 
@@ -146,8 +150,9 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
           input_config: which files to read (default: the format's files in
             input_base, ``*.csv``, ``*.parquet`` or the image folder's layout,
             so a README beside the data is not read as data).
-          output_config: the splits (default: train and eval, 2:1 by hash;
-            ``split_config.partition_feature_name`` splits on a key column).
+          output_config: the splits (default: train and eval by hash, sized by
+            ``eval_rows``; ``split_config.partition_feature_name`` splits on a
+            key column).
           code_version: the converter code's version
             (``tfrecord_pipelines.components.code_version``): with caching on, a new
             version converts again.
@@ -161,6 +166,10 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             ``spark://HOST:PORT`` or ``k8s://https://HOST:PORT`` (default ``local[*]``).
           spark_conf: Spark: settings for the session, e.g.
             ``{"spark.executor.memory": "4g"}``.
+          eval_rows: with the default output_config, the eval split's cap:
+            TFX's 2:1 until a third of the rows would pass it, then about
+            this many eval rows and the rest train (``split_sizing``); None
+            keeps 2:1 at any size. Ignored with an output_config.
 
         Raises:
           ValueError: on an unknown source format, compression or engine, a
@@ -177,6 +186,8 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
                 f"source_format must be one of {', '.join(SOURCE_FORMATS)}, got {source_format!r}."
             )
         parse_compression(compression)
+        if eval_rows is not None and eval_rows < 1:
+            raise ValueError(f"eval_rows must be at least 1, got {eval_rows}.")
         if not 0.0 <= max_bad_fraction <= 1.0:
             raise ValueError(f"max_bad_fraction must be within [0, 1], got {max_bad_fraction}.")
         SourceOptions(
@@ -184,6 +195,8 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
         )  # checks both before the pipeline runs
         sharding = sharding or ShardingOptions()
         input_config = input_config or default_input_config(input_base, source_format)
+        if output_config:
+            eval_rows = None
         output_config = output_config or utils.make_default_output_config(input_config)
         spec = ShardedExampleGenSpec(
             input_base=input_base,
@@ -203,6 +216,7 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             engine=engine,
             spark_master=spark_master,
             spark_conf=json.dumps(spark_conf) if spark_conf else None,
+            eval_rows=eval_rows,
             schema=schema,
             examples=types.Channel(type=standard_artifacts.Examples),
             quarantine=types.Channel(type=Quarantine),

@@ -20,6 +20,7 @@ from tfrecord_pipelines.components.example_gen.destination import fresh_destinat
 from tfrecord_pipelines.components.example_gen.executor import Executor
 from tfrecord_pipelines.components.example_gen.keys import SHARD_PLAN_FILE
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
+from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
 
 QUARANTINE_DIR = "quarantine"
 
@@ -36,6 +37,7 @@ def convert(
     schema_path: str | None = None,
     splits: Mapping[str, int] | None = None,
     split_key: str | None = None,
+    eval_rows: int | None = DEFAULT_EVAL_ROWS,
     beam_pipeline_args: list[str] | None = None,
     block_bytes: int | None = None,
     encoding: str | None = None,
@@ -49,9 +51,11 @@ def convert(
     Writes ``dest/shard_plan.json`` and quarantined input to ``dest/quarantine/``.
     ``dest`` appears complete or not at all (``destination.fresh_destination``);
     one that already holds files is replaced only with ``overwrite``.
-    ``splits`` maps split names to hash-bucket weights (default train 2, eval
-    1); ``split_key`` hashes that feature instead of the whole example, so
-    rows sharing a key stay in one split. ``engine`` ``spark`` converts on
+    ``splits`` maps split names to hash-bucket weights (default: train and
+    eval, 2:1 until a third would pass ``eval_rows``, then about
+    ``eval_rows`` eval rows: ``split_sizing``); ``split_key`` hashes that
+    feature instead of the whole example, so rows sharing a key stay in one
+    split. ``engine`` ``spark`` converts on
     Spark (``spark_master``, default ``local[*]``, and ``spark_conf``
     settings) instead of the Beam runner of ``beam_pipeline_args``.
 
@@ -70,6 +74,8 @@ def convert(
             output_config.split_config.splits.add(name=name, hash_buckets=weight)
     if split_key:
         output_config.split_config.partition_feature_name = split_key
+    if splits or split_key:
+        eval_rows = None
     quarantine = Quarantine()
     quarantine.uri = os.path.join(dest, QUARANTINE_DIR)
     exec_properties = {
@@ -87,6 +93,7 @@ def convert(
         keys.ENGINE_KEY: engine,
         keys.SPARK_MASTER_KEY: spark_master,
         keys.SPARK_CONF_KEY: json.dumps(dict(spark_conf or {})),
+        keys.EVAL_ROWS_KEY: eval_rows,
     }
     with (
         fresh_destination(dest, overwrite=overwrite, in_place=QUARANTINE_DIR) as working,

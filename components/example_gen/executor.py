@@ -36,10 +36,18 @@ from tfrecord_pipelines.components.example_gen.sources import (
     DEFAULT_BLOCK_BYTES,
     DEFAULT_ENCODING,
     SourceOptions,
+    list_input_files,
     plan_source,
 )
 from tfrecord_pipelines.components.example_gen.spark.session import DEFAULT_MASTER
 from tfrecord_pipelines.components.example_gen.split_assignment import SplitAssigner
+from tfrecord_pipelines.components.example_gen.split_sizing import (
+    SplitSizing,
+    count_rows,
+    describe_sizing,
+    is_default_split,
+    size_eval_split,
+)
 
 _SPILL_DIR = ".spill"
 # Set by Do for the source transforms.
@@ -78,6 +86,29 @@ def _split_sources(
     return [
         (s.pattern, SplitAssigner(names=(s.name,), hash_buckets=(1,))) for s in input_config.splits
     ]
+
+
+def _size_splits(
+    exec_properties: dict[str, Any], input_config, output_config
+) -> tuple[example_gen_pb2.Output, SplitSizing | None]:
+    """Sizes TFX's default train/eval split to the data (``split_sizing``), before any row
+    is assigned; any other split, or no ``eval_rows``, is kept as given."""
+    eval_rows = exec_properties.get(keys.EVAL_ROWS_KEY)
+    if not eval_rows or len(input_config.splits) != 1 or not is_default_split(output_config):
+        return output_config, None
+    source_format = exec_properties[keys.SOURCE_FORMAT_KEY]
+    files = list_input_files(
+        source_format,
+        exec_properties[standard_component_specs.INPUT_BASE_KEY],
+        input_config.splits[0].pattern,
+    )
+    rows, exact = count_rows(source_format, files)
+    sizing = size_eval_split(rows, eval_rows, exact=exact)
+    logging.info("Splits: %s", describe_sizing(sizing.to_json()))
+    sized = example_gen_pb2.Output()
+    for name, buckets in sizing.hash_buckets.items():
+        sized.split_config.splits.add(name=name, hash_buckets=buckets)
+    return sized, sizing
 
 
 def _source_plans(exec_properties: dict[str, Any], input_config, output_config) -> list:
@@ -180,6 +211,7 @@ class Executor(BaseExampleGenExecutor):
         proto_utils.json_to_proto(
             exec_properties[standard_component_specs.OUTPUT_CONFIG_KEY], output_config
         )
+        output_config, sizing = _size_splits(exec_properties, input_config, output_config)
         split_names = utils.generate_output_split_names(input_config, output_config)
         examples = artifact_utils.get_single_instance(
             output_dict[standard_component_specs.EXAMPLES_KEY]
@@ -243,6 +275,8 @@ class Executor(BaseExampleGenExecutor):
             "quarantined_by_reason": summary.by_reason,
             "splits": outcomes,
         }
+        if sizing:
+            report["split_sizing"] = sizing.to_json()
         # Written whole or not at all: a plan is the mark of a complete conversion.
         plan_path = os.path.join(examples.uri, keys.SHARD_PLAN_FILE)
         with tf.io.gfile.GFile(plan_path + ".partial", "w") as f:

@@ -14,6 +14,7 @@ ENCODING_KEY = "encoding"
 ENGINE_KEY = "engine"
 SPARK_MASTER_KEY = "spark_master"
 SPARK_CONF_KEY = "spark_conf"
+EVAL_ROWS_KEY = "eval_rows"
 
 # The engines that convert: Beam (the runner of beam_pipeline_args) or Spark.
 BEAM = "beam"

@@ -19,6 +19,8 @@ import re
 import zlib
 
 DEFAULT_TARGET_SHARD_BYTES = 128 * 1024 * 1024
+# Workers expected to read a split in parallel: about 10 per training server.
+DEFAULT_NUM_READERS = 10
 # Below this many records per shard, hashing may leave a shard empty.
 MIN_RECORDS_PER_SHARD = 32
 # Length (8 bytes) and two CRCs (4 bytes each) framing every TFRecord.

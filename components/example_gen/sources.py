@@ -71,6 +71,17 @@ class SourcePlan:
     block_bytes: int
 
 
+def list_input_files(source_format: str, input_base: str, pattern: str) -> list:
+    """Returns the input's files: paths, or for images LabelledFiles in ``mixed_order``.
+
+    Raises:
+      ValueError: if the input is missing or empty.
+    """
+    if source_format == IMAGES:
+        return image_source.mixed_order(image_folder.list_images(input_base))
+    return csv_source.list_files(input_base, pattern)
+
+
 def plan_source(
     source_format: str,
     input_base: str,
@@ -88,18 +99,17 @@ def plan_source(
       ValueError: if the input is missing or empty, or the label column is not in it.
     """
     required = [name for name in (options.label_key, assigner.key) if name]
+    files = list_input_files(source_format, input_base, pattern)
     if source_format == IMAGES:
         if assigner.key:
             raise ValueError(
                 f"Splitting on a key column ({assigner.key!r}) is for tabular data; "
                 "image folders are split by a hash of each record."
             )
-        files = image_source.mixed_order(image_folder.list_images(input_base))
         converter = image_source.ImageConverter(
             options.label_key or image_folder.DEFAULT_LABEL_KEY, assigner
         )
         return SourcePlan(source_format, files, converter, options.block_bytes)
-    files = csv_source.list_files(input_base, pattern)
     if source_format == PARQUET:
         converter = parquet_source.RowGroupConverter(required, assigner)
         return SourcePlan(source_format, files, converter, options.block_bytes)

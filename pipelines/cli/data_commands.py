@@ -6,6 +6,9 @@ import argparse
 import os
 
 from tfrecord_pipelines.cli.task_arguments import compression_argument
+from tfrecord_pipelines.components.data_source import FORMATS
+from tfrecord_pipelines.components.example_gen.shard_plan import DEFAULT_NUM_READERS
+from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
 
 
 def add_parsers(commands) -> None:
@@ -15,14 +18,22 @@ def add_parsers(commands) -> None:
     )
     convert.add_argument("source", help="folder of input files (or the image folder)")
     convert.add_argument("dest", help="output folder: Split-<name>/ shards, shard_plan.json")
-    convert.add_argument("--format", choices=("csv", "parquet", "images"), default="csv")
+    convert.add_argument(
+        "--format", choices=FORMATS, help="csv, parquet or images (default: detected)"
+    )
     convert.add_argument("--shard-size", default="128MiB", help="target bytes per shard file")
-    convert.add_argument("--readers", type=int, help="parallel readers: at least this many shards")
+    convert.add_argument(
+        "--readers",
+        type=int,
+        default=DEFAULT_NUM_READERS,
+        help=f"parallel readers: each split gets at least this many shards, data allowing "
+        f"(default: {DEFAULT_NUM_READERS}, as run)",
+    )
     convert.add_argument(
         "--compression",
         type=compression_argument,
-        default="gzip",
-        help="gzip (default), gzip:LEVEL (1 fastest - 9 smallest) or none",
+        help="gzip, gzip:LEVEL (1 fastest - 9 smallest) or none "
+        "(default: gzip for tables, none for images, as run)",
     )
     convert.add_argument(
         "--encoding", default="utf-8", help="CSV: the files' text encoding (default utf-8)"
@@ -38,7 +49,16 @@ def add_parsers(commands) -> None:
     )
     convert.add_argument("--schema", help="CSV: schema.pbtxt giving column types")
     convert.add_argument(
-        "--split", default="train=2,eval=1", help="split names and weights (default train=2,eval=1)"
+        "--split",
+        help="split names and weights, e.g. train=8,eval=2 (default: train=2,eval=1 until "
+        "the eval third would pass --eval-rows, then about that many eval rows)",
+    )
+    convert.add_argument(
+        "--eval-rows",
+        type=int,
+        default=DEFAULT_EVAL_ROWS,
+        help=f"the default split's cap on eval rows (default {DEFAULT_EVAL_ROWS:,}: an "
+        "accuracy near 0.8 to about +-0.25 points, 95%%)",
     )
     convert.add_argument(
         "--split-key", help="split on this column's hash, keeping rows that share it together"
@@ -111,6 +131,7 @@ def run_convert(args: argparse.Namespace) -> None:
     from tfrecord_pipelines.components import filesystem
     from tfrecord_pipelines.components.data_source import check_encoding, check_label, open_source
     from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions, parse_size
+    from tfrecord_pipelines.components.shard_compression import default_compression
 
     # Everything that can be checked is, before the converter's imports (TFX, Beam).
     check_encoding(args.encoding)
@@ -119,7 +140,11 @@ def run_convert(args: argparse.Namespace) -> None:
         check_label(source, args.label)
     if args.schema and not filesystem.exists(args.schema):
         raise UsageError(f"--schema {args.schema} does not exist.")
-    splits = _parse_splits(args.split)
+    splits = _parse_splits(args.split) if args.split else None
+    if args.eval_rows < 1:
+        raise UsageError(f"--eval-rows must be at least 1, got {args.eval_rows}.")
+    if args.readers < 1:
+        raise UsageError(f"--readers must be at least 1, got {args.readers}.")
     sharding = ShardingOptions(
         target_shard_bytes=parse_size(args.shard_size), num_readers=args.readers
     )
@@ -128,22 +153,24 @@ def run_convert(args: argparse.Namespace) -> None:
     dest = os.path.abspath(args.dest)
     check_writable(dest)
     from tfrecord_pipelines.components.example_gen.convert import QUARANTINE_DIR, convert
+    from tfrecord_pipelines.components.example_gen.split_sizing import describe_sizing
     from tfrecord_pipelines.local.disk_space import check_disk_full
     from tfrecord_pipelines.local.runner import local_beam_args
 
-    print(f"Converting {args.source} ({args.format}) into {dest} ...", flush=True)
+    print(f"Converting {args.source} ({source.format}) into {dest} ...", flush=True)
     try:
         report = convert(
             args.source,
             dest,
-            source_format=args.format,
+            source_format=source.format,
             sharding=sharding,
-            compression=args.compression,
+            compression=args.compression or default_compression(source.is_images),
             label_key=args.label,
             max_bad_fraction=args.max_bad_fraction,
             schema_path=args.schema,
             splits=splits,
             split_key=args.split_key,
+            eval_rows=args.eval_rows,
             beam_pipeline_args=local_beam_args(args.beam_arg),
             block_bytes=block_bytes,
             encoding=args.encoding,
@@ -159,6 +186,8 @@ def run_convert(args: argparse.Namespace) -> None:
         f"Read {report['records_read']:,} records: wrote {report['records_written']:,}, "
         f"quarantined {report['quarantined']:,} ({os.path.join(dest, QUARANTINE_DIR)})."
     )
+    if "split_sizing" in report:
+        print(f"  Splits sized to the data: {describe_sizing(report['split_sizing'])}")
     for name, split in report["splits"].items():
         sizes = [s["bytes"] for s in split["shards"]]
         print(

@@ -12,6 +12,7 @@ import os
 import re
 from pathlib import Path
 
+from tfrecord_pipelines.components.example_gen.shard_plan import DEFAULT_NUM_READERS
 from tfrecord_pipelines.components.shard_compression import parse_compression
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -118,9 +119,9 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--readers",
         type=int,
-        default=10,
+        default=DEFAULT_NUM_READERS,
         help="parallel readers of the data: each split gets at least this many shards "
-        "(default: 10)",
+        f"(default: {DEFAULT_NUM_READERS})",
     )
     parser.add_argument(
         "--compression",

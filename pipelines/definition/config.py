@@ -7,8 +7,9 @@ import re
 
 from tfrecord_pipelines.components.data_source import DataSource, check_encoding
 from tfrecord_pipelines.components.example_gen.keys import ENGINES
+from tfrecord_pipelines.components.example_gen.shard_plan import DEFAULT_NUM_READERS
 from tfrecord_pipelines.components.example_gen.spark import session as spark_session
-from tfrecord_pipelines.components.shard_compression import parse_compression
+from tfrecord_pipelines.components.shard_compression import default_compression, parse_compression
 from tfrecord_pipelines.components.task import Task
 from tfrecord_pipelines.components.trainer.options import TrainingOptions
 from tfrecord_pipelines.definition.module_file import RUN_FN, ModuleFile
@@ -65,7 +66,7 @@ class IngestOptions:
         ``(("spark.executor.memory", "4g"),)``.
     """
 
-    num_readers: int = 10
+    num_readers: int = DEFAULT_NUM_READERS
     compression: str | None = None
     encoding: str = "utf-8"
     engine: str = "beam"
@@ -86,7 +87,7 @@ class IngestOptions:
 
     def compression_for(self, source: DataSource) -> str:
         """The compression the shards of ``source`` get."""
-        return self.compression or ("none" if source.is_images else "gzip")
+        return self.compression or default_compression(source.is_images)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,7 +12,12 @@ def run_fn(fn_args):  # TFX Trainer entry point
     read = {"features": sorted(spec)}
     for split, files in (("train", fn_args.train_files), ("eval", fn_args.eval_files)):
         dataset = make_dataset(
-            files, spec, batch_size=16, training=False, label_key="species", num_epochs=1,
+            files,
+            spec,
+            batch_size=16,
+            training=False,
+            label_key="species",
+            num_epochs=1,
             compression="GZIP",
         )
         read[split] = sum(int(labels.shape[0]) for _, labels in dataset)
