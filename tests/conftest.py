@@ -16,7 +16,6 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 PIPELINE_COMPONENTS = (
     "ImportSchemaGen",
     "ShardedExampleGen",
-    "StatisticsGen",
     "ExampleValidator",
     "Transform",
     "Trainer",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -130,6 +131,7 @@ def test_a_bad_spark_setting_is_refused_before_anything_runs(tmp_path):
 
 
 def test_sharded_example_gen_on_spark_in_a_local_dag_run(spark, tmp_path):
+    import tensorflow_data_validation as tfdv
     from tfx.orchestration import metadata
     from tfx.orchestration import pipeline as tfx_pipeline
     from tfx.orchestration.local.local_dag_runner import LocalDagRunner
@@ -157,6 +159,12 @@ def test_sharded_example_gen_on_spark_in_a_local_dag_run(spark, tmp_path):
     )
     (examples,) = (tmp_path / "root" / "ShardedExampleGen" / "examples").iterdir()
     (quarantine,) = (tmp_path / "root" / "ShardedExampleGen" / "quarantine").iterdir()
+    # Spark cannot run TFDV in its tasks: the shards are described once written.
+    (statistics,) = (tmp_path / "root" / "ShardedExampleGen" / "statistics").iterdir()
+    plan = json.loads((examples / "shard_plan.json").read_text())
+    for split in ("train", "eval"):
+        described = tfdv.load_stats_binary(str(statistics / f"Split-{split}" / "FeatureStats.pb"))
+        assert described.datasets[0].num_examples == plan["splits"][split]["records"]
     convert_with("beam", source, tmp_path / "beam", "csv", label_key="label")
     # The component's layout: quarantine/ is its own artifact, not inside examples/.
     (examples / "quarantine").symlink_to(quarantine)

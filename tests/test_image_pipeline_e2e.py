@@ -112,7 +112,7 @@ def test_statistics_describe_the_image_as_an_image(digits_run):
     import tensorflow_data_validation as tfdv
 
     stats = tfdv.load_stats_binary(
-        str(_artifact(root, "StatisticsGen", "statistics") / "Split-train" / "FeatureStats.pb")
+        str(_artifact(root, "ShardedExampleGen", "statistics") / "Split-train" / "FeatureStats.pb")
     )
     image = next(f for f in stats.datasets[0].features if f.path.step == ["image"])
     custom = {c.name: c for c in image.custom_stats}

@@ -119,7 +119,7 @@ def test_report_lists_every_component_with_its_state(penguins_with_problems):
     for component in PIPELINE_COMPONENTS:
         assert re.search(rf"<td>{component}</td><td class=\"state-complete\">ran</td>", html)
     # What each data component's executor cost, and its records per second.
-    for component in ("ShardedExampleGen", "StatisticsGen", "Transform", "Trainer", "Evaluator"):
+    for component in ("ShardedExampleGen", "Transform", "Trainer", "Evaluator"):
         row = re.search(rf'<tr id="component-{component}">.*?</tr>', html, re.S).group(0)
         assert re.search(r'class="num cpu">\d+\.\d s<', row), row
         assert re.search(r'class="num rate" title="[a-z ()]+">[\d,]+<', row), row
@@ -185,5 +185,5 @@ def test_a_failed_run_gets_a_report_saying_what_failed(tmp_path):
     assert '<td>ImportSchemaGen</td><td class="state-complete">ran</td>' in html
     assert '<td>ShardedExampleGen</td><td class="state-failed">failed</td>' in html
     assert 'id="run-failed"' in html
-    for component in ("ShardedExampleGen", "StatisticsGen", "Trainer", "Evaluator"):
+    for component in ("ShardedExampleGen", "Trainer", "Evaluator"):
         assert f"not produced by this run: {component} did not finish" in html

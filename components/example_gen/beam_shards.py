@@ -27,6 +27,7 @@ from tfrecord_pipelines.components.example_gen.sharded_writer import (
     write_outcome,
 )
 from tfrecord_pipelines.components.example_gen.spill import Spilled, SpillWriter
+from tfrecord_pipelines.components.example_gen.split_assignment import SplitRecords
 
 
 class SpillRecords(beam.DoFn):
@@ -38,8 +39,8 @@ class SpillRecords(beam.DoFn):
     def start_bundle(self):
         self._writer = SpillWriter(self._spill_dir, uuid.uuid4().hex)
 
-    def process(self, element: tuple[str, list[bytes]]):
-        self._writer.add(*element)
+    def process(self, element: SplitRecords):
+        self._writer.add(element.split, element.records)
 
     def finish_bundle(self):
         for spilled in self._writer.close():

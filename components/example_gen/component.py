@@ -3,8 +3,10 @@
 Same output (an Examples artifact with ``Split-<name>/`` folders of gzipped or
 plain TFRecords of tf.Examples), so StatisticsGen, Transform, Trainer and
 Evaluator consume it unchanged. Adds: CSV, Parquet and image-folder sources,
-a shard plan from a target shard size and reader count, and a quarantine
-output for input that cannot become an example.
+a shard plan from a target shard size and reader count, a train/eval split
+sized to the data, a quarantine output for input that cannot become an
+example, and the examples' statistics, computed in the same pass, as
+StatisticsGen would write them (SchemaGen and ExampleValidator read them).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from tfrecord_pipelines.components.example_gen.keys import (
     SOURCE_FORMAT_KEY,
     SPARK_CONF_KEY,
     SPARK_MASTER_KEY,
+    STATISTICS_KEY,
     TARGET_SHARD_BYTES_KEY,
 )
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
@@ -96,6 +99,7 @@ class ShardedExampleGenSpec(standard_component_specs.FileBasedExampleGenSpec):
     OUTPUTS = {
         **standard_component_specs.FileBasedExampleGenSpec.OUTPUTS,
         QUARANTINE_KEY: ChannelParameter(type=Quarantine),
+        STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics),
     }
 
 
@@ -108,6 +112,8 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
         (JSON), ``records_written``, ``quarantined_count``, ``compression``.
       quarantine: Quarantine artifact of ``quarantine*.jsonl`` files, custom
         property ``count``.
+      statistics: ExampleStatistics artifact, ``Split-<name>/FeatureStats.pb``
+        (TFDV), as StatisticsGen writes it (``statistics``).
     """
 
     SPEC_CLASS = ShardedExampleGenSpec
@@ -220,5 +226,6 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             schema=schema,
             examples=types.Channel(type=standard_artifacts.Examples),
             quarantine=types.Channel(type=Quarantine),
+            statistics=types.Channel(type=standard_artifacts.ExampleStatistics),
         )
         super().__init__(spec=spec)

@@ -35,7 +35,10 @@ from tfrecord_pipelines.components.example_gen.record_encoding import (
     as_feature_column,
     first_values_as_text,
 )
-from tfrecord_pipelines.components.example_gen.split_assignment import SplitAssigner
+from tfrecord_pipelines.components.example_gen.split_assignment import (
+    SplitAssigner,
+    SplitRecords,
+)
 
 # What pyarrow reads each type as; FLOAT is read as float64 and then cast, as
 # Python's float() and the row parser do, so both paths give the same float32.
@@ -55,7 +58,7 @@ _ROW_BY_ROW_BYTES = 64 * 1024
 
 
 class BlockConverter:
-    """Parses CSV blocks into ``(split, [serialized tf.Example])`` and QuarantineRecords.
+    """Parses CSV blocks into ``SplitRecords`` (with their columns) and QuarantineRecords.
 
     Engine-neutral: Beam (``beam_sources``) and Spark (``spark/``) run it alike.
     Call ``setup`` once in the process that converts, then ``convert`` per block.
@@ -85,7 +88,7 @@ class BlockConverter:
         )
         self._parse = pacsv.ParseOptions(newlines_in_values=True)
 
-    def convert(self, block: CsvBlock) -> Iterator[tuple[str, list[bytes]] | QuarantineRecord]:
+    def convert(self, block: CsvBlock) -> Iterator[SplitRecords | QuarantineRecord]:
         """Yields the block's records by split and its bad rows."""
         yield from self._convert_part(block.path, block.read(), block.first_line)
 
@@ -105,7 +108,7 @@ class BlockConverter:
         records = self._encoder.encode(batch)
         key = self._assigner.key
         yield from self._assigner.assign(
-            records, first_values_as_text(batch.column(key)) if key else None
+            records, first_values_as_text(batch.column(key)) if key else None, batch
         )
 
     def _parse_columnar(self, data: bytes) -> pa.RecordBatch | None:

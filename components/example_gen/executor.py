@@ -18,7 +18,7 @@ from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils, proto_utils
 
-from tfrecord_pipelines.components.example_gen import keys
+from tfrecord_pipelines.components.example_gen import keys, statistics
 from tfrecord_pipelines.components.example_gen.beam_shards import (
     SpillRecords,
     WriteShardedTFRecords,
@@ -126,9 +126,18 @@ def _source_plans(exec_properties: dict[str, Any], input_config, output_config) 
 
 
 def _read_spilled_splits(
-    pipeline, exec_properties: dict[str, Any], output_config, input_config, spill_dir: str
+    pipeline,
+    exec_properties: dict[str, Any],
+    output_config,
+    input_config,
+    spill_dir: str,
+    statistics_paths: dict[str, str] | None,
 ):
-    """Applies the source transforms; returns (split name → PCollection of Spilled files)."""
+    """Applies the source transforms; returns (split name → PCollection of Spilled files).
+
+    With ``statistics_paths`` (split name → file), each split's columns are
+    described by TFDV on the way (``statistics``).
+    """
     batches, quarantines = [], []
     for number, plan in enumerate(_source_plans(exec_properties, input_config, output_config)):
         outputs = pipeline | f"Read[Input{number}]" >> ReadSource(plan)
@@ -145,13 +154,35 @@ def _read_spilled_splits(
         )
     )
     names = utils.generate_output_split_names(input_config, output_config)
+    by_split = lambda element, n: names.index(element.split)  # noqa: E731
+    converted = batches | "FlattenBatches" >> beam.Flatten()
+    if statistics_paths:
+        options = statistics.stats_options(exec_properties[keys.SOURCE_FORMAT_KEY])
+        columns = converted | "ColumnsBySplit" >> beam.Partition(by_split, len(names))
+        for index, name in enumerate(names):
+            _ = (
+                columns[index]
+                | f"Columns[{name}]" >> beam.Map(lambda element: element.columns)
+                | f"Statistics[{name}]"
+                >> statistics.WriteStatistics(statistics_paths[name], options)
+            )
     tagged = (
-        batches
-        | "FlattenBatches" >> beam.Flatten()
+        converted
         | "Spill" >> beam.ParDo(SpillRecords(spill_dir))
-        | "BySplit" >> beam.Partition(lambda spilled, n: names.index(spilled.split), len(names))
+        | "BySplit" >> beam.Partition(by_split, len(names))
     )
     return {name: tagged[index] for index, name in enumerate(names)}
+
+
+def _describe_shards(pipeline, split_dirs: dict[str, str], paths: dict[str, str], source_format):
+    """The read-back pass for engines that cannot describe records as they convert (Spark)."""
+    options = statistics.stats_options(source_format)
+    for name, split_dir in split_dirs.items():
+        _ = (
+            pipeline
+            | f"ReadShards[{name}]" >> statistics.ReadShardColumns(split_dir)
+            | f"Statistics[{name}]" >> statistics.WriteStatistics(paths[name], options)
+        )
 
 
 def _convert_with_spark(exec_properties, input_config, output_config, **outputs) -> None:
@@ -178,6 +209,23 @@ def _SourceToRecords(pipeline, exec_properties: dict[str, Any], split_pattern: s
     )
     outputs = pipeline | "Read[Input]" >> ReadSource(plan)
     return outputs["examples"] | "Flatten" >> beam.FlatMap(lambda element: element[1])
+
+
+def _statistics_paths(output_dict, examples, split_names) -> dict[str, str] | None:
+    """Each split's statistics file, when the caller asked for statistics (the component
+    does; ``convert`` does not); the artifact is labelled as StatisticsGen labels its own."""
+    artifacts = output_dict.get(keys.STATISTICS_KEY)
+    if not artifacts:
+        return None
+    artifact = artifact_utils.get_single_instance(artifacts)
+    artifact.split_names = artifact_utils.encode_split_names(split_names)
+    artifact.span = examples.span
+    return {
+        name: os.path.join(
+            artifact_utils.get_split_uri(artifacts, name), statistics.STATISTICS_FILE
+        )
+        for name in split_names
+    }
 
 
 class Executor(BaseExampleGenExecutor):
@@ -234,7 +282,9 @@ class Executor(BaseExampleGenExecutor):
         spill_dir = os.path.join(examples.uri, _SPILL_DIR)
         logging.info("Converting %s into sharded TFRecords.", exec_properties["input_base"])
         split_dirs = {name: artifact_utils.get_split_uri([examples], name) for name in split_names}
-        if (exec_properties.get(keys.ENGINE_KEY) or keys.BEAM) == keys.SPARK:
+        statistics_paths = _statistics_paths(output_dict, examples, split_names)
+        on_spark = (exec_properties.get(keys.ENGINE_KEY) or keys.BEAM) == keys.SPARK
+        if on_spark:
             _convert_with_spark(
                 exec_properties,
                 input_config,
@@ -249,7 +299,12 @@ class Executor(BaseExampleGenExecutor):
         else:
             with self._make_beam_pipeline() as pipeline:
                 splits = _read_spilled_splits(
-                    pipeline, exec_properties, output_config, input_config, spill_dir
+                    pipeline,
+                    exec_properties,
+                    output_config,
+                    input_config,
+                    spill_dir,
+                    statistics_paths,
                 )
                 for name, batches in splits.items():
                     _ = batches | f"WriteSplit[{name}]" >> WriteShardedTFRecords(
@@ -263,6 +318,12 @@ class Executor(BaseExampleGenExecutor):
         # Spill files of bundles a runner retried were never read.
         if tf.io.gfile.exists(spill_dir):
             tf.io.gfile.rmtree(spill_dir)
+        if on_spark and statistics_paths:
+            logging.info("Describing the shards Spark wrote (TFDV runs on Beam only).")
+            with self._make_beam_pipeline() as pipeline:
+                _describe_shards(
+                    pipeline, split_dirs, statistics_paths, exec_properties[keys.SOURCE_FORMAT_KEY]
+                )
         summary = summarize_quarantine(quarantine.uri)
         written = sum(o["records"] for o in outcomes.values())
         report = {

@@ -16,12 +16,17 @@ import re
 import zlib
 from collections.abc import Iterator
 
+import pyarrow as pa
 import tensorflow as tf
 
 from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.example_gen.features import ColumnType, feature, serialize
 from tfrecord_pipelines.components.example_gen.quarantine import QuarantineRecord
-from tfrecord_pipelines.components.example_gen.split_assignment import SplitAssigner
+from tfrecord_pipelines.components.example_gen.record_encoding import FEATURE_TYPES
+from tfrecord_pipelines.components.example_gen.split_assignment import (
+    SplitAssigner,
+    SplitRecords,
+)
 from tfrecord_pipelines.components.image_folder import (
     CHANNELS_KEY,
     CLASS_NAME_KEY,
@@ -93,7 +98,7 @@ def image_shapes(images: list[bytes]) -> list[tuple[int, int, int] | Exception]:
 
 
 class ImageConverter:
-    """Converts batches of image files into ``(split, [serialized example])`` and QuarantineRecords.
+    """Converts batches of image files into ``SplitRecords`` and QuarantineRecords.
 
     Engine-neutral, as ``csv_source.BlockConverter``: ``setup`` once, then
     ``convert`` per batch of files, or ``convert_read`` per batch of files
@@ -107,9 +112,7 @@ class ImageConverter:
     def setup(self) -> None:
         """Nothing to build: TensorFlow's decoders need no state."""
 
-    def convert(
-        self, items: list[LabelledFile]
-    ) -> Iterator[tuple[str, list[bytes]] | QuarantineRecord]:
+    def convert(self, items: list[LabelledFile]) -> Iterator[SplitRecords | QuarantineRecord]:
         """Reads the files and yields their records by split and the bad files."""
         readable, contents = [], []
         for item in items:
@@ -123,29 +126,53 @@ class ImageConverter:
 
     def convert_read(
         self, items: list[LabelledFile], contents: list[bytes]
-    ) -> Iterator[tuple[str, list[bytes]] | QuarantineRecord]:
+    ) -> Iterator[SplitRecords | QuarantineRecord]:
         """Yields the records of files already read, by split, and the bad files."""
-        records = []
+        rows = []
         for item, encoded, shape in zip(items, contents, image_shapes(contents), strict=True):
             if isinstance(shape, Exception):
                 yield _bad(item, f"not an image: {decode_error(shape)}")
             else:
-                records.append(self._example(item, encoded, shape))
-        yield from self._assigner.assign(records)
+                height, width, channels = shape
+                rows.append(
+                    {
+                        IMAGE_KEY: encoded,
+                        self._label_key: item.label,
+                        CLASS_NAME_KEY: item.class_name,
+                        HEIGHT_KEY: height,
+                        WIDTH_KEY: width,
+                        CHANNELS_KEY: channels,
+                        FILENAME_KEY: os.path.basename(item.path),
+                    }
+                )
+        records = [
+            serialize({name: feature(self._types[name], [value]) for name, value in row.items()})
+            for row in rows
+        ]
+        yield from self._assigner.assign(records, columns=self._columns(rows))
 
-    def _example(self, item: LabelledFile, encoded: bytes, shape: tuple[int, int, int]) -> bytes:
-        height, width, channels = shape
-        return serialize(
-            {
-                IMAGE_KEY: feature(ColumnType.BYTES, [encoded]),
-                self._label_key: feature(ColumnType.INT, [item.label]),
-                CLASS_NAME_KEY: feature(ColumnType.BYTES, [item.class_name]),
-                HEIGHT_KEY: feature(ColumnType.INT, [height]),
-                WIDTH_KEY: feature(ColumnType.INT, [width]),
-                CHANNELS_KEY: feature(ColumnType.INT, [channels]),
-                FILENAME_KEY: feature(ColumnType.BYTES, [os.path.basename(item.path)]),
-            }
-        )
+    @property
+    def _types(self) -> dict[str, ColumnType]:
+        return {
+            IMAGE_KEY: ColumnType.BYTES,
+            self._label_key: ColumnType.INT,
+            CLASS_NAME_KEY: ColumnType.BYTES,
+            HEIGHT_KEY: ColumnType.INT,
+            WIDTH_KEY: ColumnType.INT,
+            CHANNELS_KEY: ColumnType.INT,
+            FILENAME_KEY: ColumnType.BYTES,
+        }
+
+    def _columns(self, rows: list[dict]) -> pa.RecordBatch:
+        """The records' features as list columns of one value each, for statistics."""
+        arrays = [
+            pa.array(
+                [[row[name].encode() if isinstance(row[name], str) else row[name]] for row in rows],
+                FEATURE_TYPES[column_type],
+            )
+            for name, column_type in self._types.items()
+        ]
+        return pa.RecordBatch.from_arrays(arrays, names=list(self._types))
 
 
 def _bad(item: LabelledFile, reason: str) -> QuarantineRecord:

@@ -26,7 +26,10 @@ from tfrecord_pipelines.components.example_gen.record_encoding import (
     as_feature_column,
     first_values_as_text,
 )
-from tfrecord_pipelines.components.example_gen.split_assignment import SplitAssigner
+from tfrecord_pipelines.components.example_gen.split_assignment import (
+    SplitAssigner,
+    SplitRecords,
+)
 
 _BATCH_ROWS = 65_536
 
@@ -107,7 +110,7 @@ def _bad_rows(batch: pa.RecordBatch, required: set[str]) -> dict[int, str]:
 
 
 class RowGroupConverter:
-    """Reads row groups into ``(split, [serialized tf.Example])`` and QuarantineRecords.
+    """Reads row groups into ``SplitRecords`` (with their columns) and QuarantineRecords.
 
     Engine-neutral, as ``csv_source.BlockConverter``: ``setup`` once, then
     ``convert`` per row group.
@@ -121,7 +124,7 @@ class RowGroupConverter:
         """Builds the encoder (not picklable, so made where it runs)."""
         self._encoder = ExampleEncoder()
 
-    def convert(self, group: RowGroup) -> Iterator[tuple[str, list[bytes]] | QuarantineRecord]:
+    def convert(self, group: RowGroup) -> Iterator[SplitRecords | QuarantineRecord]:
         """Yields the row group's records by split and its bad rows."""
         # Read on demand, one row group at a time, not the whole file.
         with filesystem.open_binary(group.path) as f:
@@ -147,4 +150,4 @@ class RowGroupConverter:
             records = self._encoder.encode(features)
             key = self._assigner.key
             keys = first_values_as_text(features.column(key)) if key else None
-            yield from self._assigner.assign(records, keys)
+            yield from self._assigner.assign(records, keys, features)

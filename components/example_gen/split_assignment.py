@@ -11,10 +11,28 @@ dealt to the splits in order, as TFX does.
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
+import pyarrow as pa
 from pandas.util import hash_array
 from tfx.proto import example_gen_pb2
+
+
+class SplitRecords(NamedTuple):
+    """A batch of one split's records, as a converter yields them.
+
+    Attributes:
+      split: the split's name.
+      records: serialized tf.Examples.
+      columns: the same rows as the feature columns they were encoded from,
+        for statistics without decoding the records again; None if the
+        converter has none.
+    """
+
+    split: str
+    records: list[bytes]
+    columns: pa.RecordBatch | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,12 +74,18 @@ class SplitAssigner:
         bounds = np.cumsum(self.hash_buckets)
         return np.searchsorted(bounds, buckets.astype(np.int64), side="right")
 
-    def assign(self, records: list[bytes], keys: np.ndarray | None = None):
-        """Yields ``(split_name, records)`` for each split that receives records.
+    def assign(
+        self,
+        records: list[bytes],
+        keys: np.ndarray | None = None,
+        columns: pa.RecordBatch | None = None,
+    ):
+        """Yields a ``SplitRecords`` for each split that receives records.
 
         Args:
           records: serialized examples.
           keys: the key feature's value per record (text), when ``key`` is set.
+          columns: the records' feature columns, dealt to the splits alike.
         """
         if not records:
             return
@@ -69,6 +93,10 @@ class SplitAssigner:
         everything = np.empty(len(records), dtype=object)
         everything[:] = records
         for index, name in enumerate(self.names):
-            chosen = everything[indices == index]
-            if len(chosen):
-                yield name, chosen.tolist()
+            chosen = indices == index
+            if chosen.any():
+                yield SplitRecords(
+                    name,
+                    everything[chosen].tolist(),
+                    None if columns is None else columns.filter(pa.array(chosen)),
+                )

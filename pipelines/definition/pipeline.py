@@ -1,18 +1,21 @@
 """The training pipeline, shared by the local and the Kubeflow runner.
 
-ShardedExampleGen → StatisticsGen → SchemaGen (or a curated schema through
-ImportSchemaGen, which then also types the CSV columns) → ExampleValidator →
-Transform → Trainer → Evaluator → Pusher.
+ShardedExampleGen (examples and their statistics, one pass) → SchemaGen (or a
+curated schema through ImportSchemaGen, which then also types the CSV columns)
+→ ExampleValidator → Transform → Trainer → Evaluator → Pusher.
 
 One pipeline for every format; what differs is data, not structure. The
 Trainer reads ExampleGen's own shards (the shard plan: at least one per
 reader) and runs the Transform graph in its input pipeline, so Transform
 only analyzes (one pass over the train split): no transformed copy, no
-statistics of its own (StatisticsGen has described the same data). A
+statistics of its own (ExampleGen has described the same data). A
 materialized copy would be one file per split on the DirectRunner, read by
 one reader (benchmarks/pipeline_scale.py compares a stock TFX pipeline, which
-reads such a copy). Images are also described as images (TFDV's image
-domain: formats, sizes) and decoded in the Trainer's input pipeline.
+reads such a copy). There is no StatisticsGen: ExampleGen describes the
+records with TFDV from the columns it encodes them from, as StatisticsGen
+would after decoding them again (``example_gen.statistics``). Images are
+also described as images (TFDV's image domain: formats, sizes) and decoded
+in the Trainer's input pipeline.
 
 A module file's own run_fn on tabular data is the exception: it is written
 against TFX's contract, transformed examples in fn_args.train_files, so
@@ -24,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-import tensorflow_data_validation as tfdv
 from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
 from tfx.dsl.components.base import executor_spec
@@ -44,7 +46,6 @@ BUILT_IN_PREPROCESSING_FN = "tfrecord_pipelines.components.transform.preprocessi
 BUILT_IN_RUN_FN = "tfrecord_pipelines.components.trainer.run.run_fn"
 SCHEMA_IMPORT_ID = "ImportSchemaGen"
 EXAMPLE_GEN_ID = "ShardedExampleGen"
-STATISTICS_GEN_ID = "StatisticsGen"
 TRANSFORM_ID = "Transform"
 TRAINER_ID = "Trainer"
 EVALUATOR_ID = "Evaluator"
@@ -125,16 +126,12 @@ def create_pipeline(
         schema=curated_schema.outputs["schema"] if curated_schema else None,
         code_version=code_version.code_version(code_version.EXAMPLE_GEN_CODE),
     ).with_id(EXAMPLE_GEN_ID)
-    statistics_gen = tfx.components.StatisticsGen(
-        examples=example_gen.outputs["examples"],
-        # Image bytes get image statistics (formats, sizes) instead of string ones.
-        stats_options=tfdv.StatsOptions(enable_semantic_domain_stats=True) if images else None,
-    ).with_id(STATISTICS_GEN_ID)
+    statistics = example_gen.outputs["statistics"]
     schema_gen = curated_schema or tfx.components.SchemaGen(
-        statistics=statistics_gen.outputs["statistics"], infer_feature_shape=True
+        statistics=statistics, infer_feature_shape=True
     )
     example_validator = tfx.components.ExampleValidator(
-        statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"]
+        statistics=statistics, schema=schema_gen.outputs["schema"]
     )
     task_config = config.task.to_custom_config()
     # Images are never copied: a module file's run_fn gets ExampleGen's shards.
@@ -144,7 +141,7 @@ def create_pipeline(
         examples=example_gen.outputs["examples"],
         schema=schema_gen.outputs["schema"],
         materialize=materialize,
-        # StatisticsGen has described the data already; Transform's pre- and
+        # ExampleGen has described the data already; Transform's pre- and
         # post-transform statistics would be two more passes that nothing shows.
         disable_statistics=True,
         # The analyzer cache serves incremental analysis over new spans of
@@ -177,7 +174,6 @@ def create_pipeline(
     ).with_id(TRAINER_ID)
     components = [
         example_gen,
-        statistics_gen,
         schema_gen,
         example_validator,
         transform,

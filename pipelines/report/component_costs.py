@@ -9,7 +9,6 @@ from tfrecord_pipelines.components.trainer.training_length import TrainingLength
 from tfrecord_pipelines.definition.pipeline import (
     EVALUATOR_ID,
     EXAMPLE_GEN_ID,
-    STATISTICS_GEN_ID,
     TRAINER_ID,
     TRANSFORM_ID,
 )
@@ -18,8 +17,7 @@ from tfrecord_pipelines.local.run_record import NodeExecution
 
 # What each data component's records are: a user compares rates of like with like.
 RECORDS_MEANING = {
-    EXAMPLE_GEN_ID: "input rows read",
-    STATISTICS_GEN_ID: "examples described (all splits)",
+    EXAMPLE_GEN_ID: "input rows read (converted and described)",
     TRANSFORM_ID: "train examples analyzed",
     TRAINER_ID: "examples trained on",
     EVALUATOR_ID: "eval examples scored",
@@ -76,7 +74,6 @@ def component_costs(
     read, splits = _split_records(run)
     records = {
         EXAMPLE_GEN_ID: read,
-        STATISTICS_GEN_ID: sum(splits.values()) if splits else None,
         TRANSFORM_ID: splits.get("train"),
         TRAINER_ID: training.examples if training else None,
         EVALUATOR_ID: splits.get("eval"),

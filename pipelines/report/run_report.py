@@ -234,7 +234,7 @@ def build_run_report(store, pipeline_name: str, run_id: str) -> RunReport:
         else:
             missing("anomalies", "ExampleValidator")
     else:
-        missing("statistics", "StatisticsGen")
+        missing("statistics", EXAMPLE_GEN_ID)
     schema = _output(run, specs.SCHEMA_KEY)
     if schema is not None:
         fields["schema_uri"] = schema.uri

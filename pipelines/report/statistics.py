@@ -1,7 +1,7 @@
 """Per-feature statistics of each split, the anomalies ExampleValidator found, the schema.
 
 Read from the artifacts as TFDV wrote them, with TensorFlow Metadata's own
-protos: StatisticsGen's ``Split-*/FeatureStats.pb`` (a
+protos: the ``Split-*/FeatureStats.pb`` of ShardedExampleGen or StatisticsGen (a
 ``DatasetFeatureStatisticsList``), ExampleValidator's ``Split-*/SchemaDiff.pb``
 (an ``Anomalies``) and the schema's ``schema.pbtxt``.
 """
@@ -100,7 +100,7 @@ def _by_split(uri: str, file_name: str) -> dict[str, bytes]:
 
 
 def read_statistics(uri: str) -> dict[str, statistics_pb2.DatasetFeatureStatistics]:
-    """Each split's statistics from a StatisticsGen ``ExampleStatistics`` artifact."""
+    """Each split's statistics from an ``ExampleStatistics`` artifact (``Split-*/*.pb``)."""
     return {
         split: statistics_pb2.DatasetFeatureStatisticsList.FromString(data).datasets[0]
         for split, data in _by_split(uri, _STATS_FILE).items()

@@ -28,11 +28,10 @@ _State = metadata_store_pb2.Execution
 UPSTREAM = {
     "ShardedExampleGen": {"ImportSchemaGen"},
     # LocalDagRunner runs Transform before ExampleValidator.
-    "Transform": {"ImportSchemaGen", "ShardedExampleGen", "StatisticsGen"},
+    "Transform": {"ImportSchemaGen", "ShardedExampleGen"},
     "Trainer": {
         "ImportSchemaGen",
         "ShardedExampleGen",
-        "StatisticsGen",
         "ExampleValidator",
         "Transform",
     },

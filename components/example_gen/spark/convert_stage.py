@@ -140,7 +140,7 @@ class _Task:
                 self._quarantine.write(output.to_json() + "\n")
                 self._bad += 1
             else:
-                self.spill.add(*output)
+                self.spill.add(output.split, output.records)
         if self._kill:
             self.spill.flush()
             _kill_executor()
@@ -278,7 +278,7 @@ def _convert_image_files(spark, plan: SourcePlan, spill_dir: str, staging_dir: s
         if isinstance(output, QuarantineRecord):
             bad.append(output)
         else:
-            spill.add(*output)
+            spill.add(output.split, output.records)
     return Converted(
         converted.spilled + spill.close(),
         converted.quarantine_files + _write_quarantine(bad, staging_dir),
