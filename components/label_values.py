@@ -99,9 +99,15 @@ def _text(value: bytes) -> str:
     return value.decode("utf-8", errors="replace").strip()
 
 
-def check_label_serves(source: DataSource, label: str, problem: str) -> None:
-    """Raises ValueError, in one line, if the label column cannot serve ``problem``."""
-    found = read_label_values(source, label)
+def check_label_serves(
+    source: DataSource, label: str, problem: str, max_classes: int = 2
+) -> LabelValues:
+    """Returns what the label column holds (up to ``max_classes`` classes).
+
+    Raises:
+      ValueError: in one line, if the label column cannot serve ``problem``.
+    """
+    found = read_label_values(source, label, max_classes)
     if not found.rows:
         raise ValueError(f"Label column {label!r} of {source.root} is empty in every row.")
     if problem == "regression":
@@ -116,3 +122,4 @@ def check_label_serves(source: DataSource, label: str, problem: str) -> None:
             f"Label column {label!r} of {source.root} holds one class ({found.classes[0]!r} "
             f"in all {found.rows:,} rows); a classifier needs at least two."
         )
+    return found

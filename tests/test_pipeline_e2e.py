@@ -54,7 +54,13 @@ def test_penguins_model_is_blessed_and_pushed(penguins_run):
     # The run tells the user where everything landed.
     assert f"pushed model:  {summary.pushed_model}" in result.stdout
     assert f"evaluation:    {summary.evaluation}" in result.stdout
-    assert "sparse_categorical_accuracy=" in result.stdout
+    # Each headline metric with its 95% interval, and the eval rows behind them.
+    accuracy = summary.metrics["sparse_categorical_accuracy"]
+    (low, high), rows = summary.intervals["sparse_categorical_accuracy"]
+    assert low < accuracy < high and rows == summary.metrics["example_count"]
+    assert f"sparse_categorical_accuracy={accuracy:.4g} [{low:.4g}, {high:.4g}]" in result.stdout
+    assert f"on {rows:,} eval rows" in result.stdout
+    assert {"auc (macro)", "precision (macro)", "recall (macro)"} <= set(summary.intervals)
 
 
 def test_pushed_penguins_model_serves_raw_examples(penguins_run):

@@ -6,6 +6,8 @@ anomalies and quarantined rows to show; what it shows is compared with the
 artifacts themselves.
 """
 
+import datetime
+import itertools
 import json
 import re
 import shutil
@@ -45,7 +47,7 @@ def penguins_with_problems(tmp_path_factory):
     output = root / "out"
     result = run_cli(
         "run", "--data", str(data), "--label", "species", "--output", str(output),
-        "--train-steps", "100",
+        "--train-steps", "100", "--slice-by", "island",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     return output / "pipeline_root" / "penguins", _printed_report(result.stdout)
@@ -135,6 +137,48 @@ def test_report_lists_every_component_with_its_state(penguins_with_problems):
     plan = json.loads((examples / "shard_plan.json").read_text())
     shards = sum(len(split["shards"]) for split in plan["splits"].values())
     assert len(re.findall(r'id="shard-(?:train|eval)-\d+"', html)) == shards > 0
+
+
+def test_each_component_lasts_until_the_next_starts_not_until_the_run_ends(
+    penguins_with_problems,
+):
+    _, report = penguins_with_problems
+    rows = re.findall(
+        r'<tr id="component-[^"]+"><td>([^<]+)</td><td class="state-complete">ran</td>'
+        r'<td>([^<]+)</td><td class="num">([\d.]+) s</td>',
+        report.read_text(),
+    )
+    assert len(rows) >= 6
+    # LocalDagRunner runs one component at a time: each ends before the next starts.
+    for (name, started, seconds), (_, next_started, _) in itertools.pairwise(rows):
+        ended = datetime.datetime.fromisoformat(started).timestamp() + float(seconds)
+        assert ended <= datetime.datetime.fromisoformat(next_started).timestamp() + 1, name
+
+
+def test_metrics_have_intervals_rows_and_slices(penguins_with_problems):
+    _, report = penguins_with_problems
+    html = report.read_text()
+    table = re.search(r'<table id="metrics">.*?</table>', html, re.S).group(0)
+    eval_rows = int(
+        re.search(r'<span id="eval-rows">([\d,]+)</span>', html).group(1).replace(",", "")
+    )
+    accuracy = re.search(
+        r"<td>sparse_categorical_accuracy</td><td class=\"num\">([\d.]+)</td>"
+        r'<td class="num interval">([\d.]+) – ([\d.]+)</td><td class="num">([\d,]+)</td>',
+        table,
+    )
+    value, low, high, rows = accuracy.groups()
+    assert float(low) < float(value) < float(high) <= 1
+    assert int(rows.replace(",", "")) == eval_rows
+    # Penguins have 3 classes: AUC, precision and recall per class and macro-averaged.
+    for metric in ("auc", "precision", "recall"):
+        for which in ("class 0", "class 1", "class 2", "macro"):
+            assert f"<td>{metric} ({which})</td>" in table, (metric, which)
+    slices = re.search(r'<table id="slices">.*?</table>', html, re.S).group(0)
+    islands = re.findall(r"<tr><td>island</td><td>(\w+)</td><td class=\"num\">(\d+)</td>", slices)
+    # The planted rows add an island the schema does not know: a slice of its own.
+    assert {name for name, _ in islands} >= {"Biscoe", "Dream", "Torgersen"}
+    assert sum(int(rows) for _, rows in islands) == eval_rows
 
 
 def test_a_second_model_is_shown_against_the_first(penguins_with_problems):

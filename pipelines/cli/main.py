@@ -152,10 +152,29 @@ def _cost_lines(costs) -> list[str]:
     return lines
 
 
+def _headline_metrics(metrics: dict[str, float], intervals: dict) -> str:
+    """The overall metrics (per-class ones are in the report), each with its 95% interval,
+    and the eval rows behind them."""
+    from tfrecord_pipelines.report.evaluation import is_shown_metric
+
+    shown = []
+    for name, value in sorted(metrics.items()):
+        if not is_shown_metric(name) or "(class " in name:
+            continue
+        text = f"{name}={value:.4g}"
+        if name in intervals:
+            (low, high), _ = intervals[name]
+            text += f" [{low:.4g}, {high:.4g}]"
+        shown.append(text)
+    rows = metrics.get("example_count")
+    ending = f" on {int(rows):,} eval rows ([95% interval])" if rows is not None else ""
+    return ", ".join(shown) + ending
+
+
 def _print_summary(
     summary, layout, name: str, run_id: str, seconds: float, report: str | None
 ) -> None:
-    metrics = ", ".join(f"{k}={v:.4g}" for k, v in sorted(summary.metrics.items()))
+    metrics = _headline_metrics(summary.metrics, summary.intervals)
     print(f"\nPipeline {name!r} finished in {seconds:.{1 if seconds < 10 else 0}f} s.")
     print(f"  run id:        {run_id}")
     print(f"  ran:           {', '.join(summary.executed) or 'nothing (all reused)'}")

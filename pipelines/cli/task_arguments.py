@@ -95,6 +95,14 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-mae", type=float, help="regression: mean absolute error that blesses"
     )
     parser.add_argument(
+        "--slice-by",
+        action="append",
+        default=[],
+        metavar="COLUMN",
+        help="also evaluate the model on each value of this column (repeatable); the report "
+        "shows the metrics per value",
+    )
+    parser.add_argument(
         "--batch-size",
         type=int,
         help="Trainer's global batch (default: from the train split's size: 64, doubled up to "
@@ -253,6 +261,50 @@ def _task(args: argparse.Namespace, source):
     )
 
 
+def _check_slices(args: argparse.Namespace, source) -> tuple[str, ...]:
+    """The --slice-by features, each a single-valued feature of the records."""
+    from tfrecord_pipelines.components import data_source, image_folder
+
+    if source.is_images:
+        allowed = {
+            image_folder.CLASS_NAME_KEY: False,
+            image_folder.HEIGHT_KEY: False,
+            image_folder.WIDTH_KEY: False,
+            image_folder.CHANNELS_KEY: False,
+        }
+    else:
+        allowed = data_source.tabular_columns(source)
+    for name in args.slice_by:
+        if name not in allowed:
+            raise UsageError(
+                f"--slice-by {name}: not a feature of {source.root}; features are: "
+                f"{', '.join(allowed)}."
+            )
+        if allowed[name]:
+            raise UsageError(f"--slice-by {name}: the column holds lists; slices need one value.")
+    return tuple(dict.fromkeys(args.slice_by))
+
+
+def _num_classes(source, task) -> int | None:
+    """The label's classes, for per-class metrics: the folders (images), or the label
+    column's distinct values (tabular; reads that column, and checks it serves the task)."""
+    from tfrecord_pipelines.components import image_folder
+    from tfrecord_pipelines.components.label_values import check_label_serves
+    from tfrecord_pipelines.definition.config import MAX_CLASSES_FOR_PER_CLASS_METRICS
+
+    if source.is_images:
+        classes = image_folder.count_classes(source.root)
+    else:
+        # Reads the label column: after the checks that read a header or a schema only.
+        found = check_label_serves(
+            source, task.label, task.problem, max_classes=MAX_CLASSES_FOR_PER_CLASS_METRICS + 1
+        )
+        classes = len(found.classes)
+    if not task.is_classification or classes > MAX_CLASSES_FOR_PER_CLASS_METRICS:
+        return None
+    return classes
+
+
 def _image_settings(args: argparse.Namespace, is_images: bool) -> dict:
     """The TrainingOptions fields the image options set."""
     given = {
@@ -284,6 +336,7 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
     from tfrecord_pipelines.components.example_gen.spark.session import parse_conf
     from tfrecord_pipelines.components.trainer.options import CACHE_MODES, TrainingOptions
     from tfrecord_pipelines.definition.config import (
+        EvaluationOptions,
         EvaluationThresholds,
         IngestOptions,
         PipelineConfig,
@@ -304,11 +357,9 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
     schema_path = _resolve_schema(args, dataset)
     if schema_path:
         check_schema(schema_path, task.label, task.inputs or ())
-    if not source.is_images:
-        from tfrecord_pipelines.components.label_values import check_label_serves
-
-        # Reads the label column: after the checks that read a header or a schema only.
-        check_label_serves(source, task.label, task.problem)
+    evaluation = EvaluationOptions(
+        slice_by=_check_slices(args, source), num_classes=_num_classes(source, task)
+    )
     module_file = None
     if args.module_file:
         from tfrecord_pipelines.definition.module_file import load_module_file
@@ -327,6 +378,7 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
         thresholds=EvaluationThresholds(
             min_accuracy=args.min_accuracy, max_mean_absolute_error=args.max_mae
         ),
+        evaluation=evaluation,
         training=training,
         ingest=IngestOptions(
             num_readers=args.readers,

@@ -42,6 +42,30 @@ class EvaluationThresholds:
             )
 
 
+# Per-class metrics cost the Evaluator per class; past this many classes, accuracy alone.
+MAX_CLASSES_FOR_PER_CLASS_METRICS = 32
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationOptions:
+    """What the Evaluator reports beyond its thresholds.
+
+    Attributes:
+      num_classes: classification: the label's classes, when known; AUC,
+        precision and recall are then reported per class and macro-averaged.
+      slice_by: features whose every value gets its own metrics (one value
+        per row, e.g. a region or a device type).
+    """
+
+    num_classes: int | None = None
+    slice_by: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if self.num_classes is not None and self.num_classes < 2:
+            raise ValueError(f"num_classes must be at least 2, got {self.num_classes}.")
+        object.__setattr__(self, "slice_by", tuple(self.slice_by))
+
+
 @dataclasses.dataclass(frozen=True)
 class IngestOptions:
     """How ShardedExampleGen writes the data's TFRecords.
@@ -110,6 +134,7 @@ class PipelineConfig:
         run_fn gets 1,000 (it is told steps, never epochs).
       eval_steps: validation steps run by the Trainer after training.
       thresholds: what blesses a model.
+      evaluation: per-class metrics and slices the Evaluator adds.
       training: the Trainer's batch sizes, cache, precision and image settings.
       ingest: the shards ExampleGen writes.
       module_file: the user's module file, whose preprocessing_fn and/or
@@ -124,6 +149,7 @@ class PipelineConfig:
     train_steps: int | None = None
     eval_steps: int = 20
     thresholds: EvaluationThresholds = dataclasses.field(default_factory=EvaluationThresholds)
+    evaluation: EvaluationOptions = dataclasses.field(default_factory=EvaluationOptions)
     training: TrainingOptions = dataclasses.field(default_factory=TrainingOptions)
     ingest: IngestOptions = dataclasses.field(default_factory=IngestOptions)
     module_file: ModuleFile | None = None

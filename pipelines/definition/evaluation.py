@@ -1,4 +1,11 @@
-"""The Evaluator's TFMA configuration: metrics and the thresholds that bless a model."""
+"""The Evaluator's TFMA configuration: metrics, their intervals, slices and the thresholds.
+
+Classification adds, for each class, AUC, precision and recall (TFMA's own
+binarized metrics), their macro averages and the confusion counts behind
+them, from which the report computes each metric's 95% interval
+(``report.intervals``); TFMA needs the classes' count to binarize, so these
+come when the pipeline knows it (``EvaluationOptions.num_classes``).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +13,18 @@ import tensorflow_model_analysis as tfma
 
 from tfrecord_pipelines.components.task import Task, transformed_name
 from tfrecord_pipelines.components.trainer.signatures import SERVING_SIGNATURE, TRANSFORM_SIGNATURE
-from tfrecord_pipelines.definition.config import EvaluationThresholds
+from tfrecord_pipelines.definition.config import (
+    MAX_CLASSES_FOR_PER_CLASS_METRICS,
+    EvaluationOptions,
+    EvaluationThresholds,
+)
 
 _NO_WORSE_THAN_BASELINE = 1e-10
+PER_CLASS_METRICS = (
+    "AUC", "Precision", "Recall",
+    # The counts behind them (at Precision's and Recall's 0.5 threshold): their intervals.
+    "TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives",
+)  # fmt: skip
 
 
 def _metric(
@@ -45,12 +61,33 @@ def _metric(
     )
 
 
-def make_eval_config(task: Task, thresholds: EvaluationThresholds) -> tfma.EvalConfig:
+def _per_class_metrics(num_classes: int | None) -> list[tfma.MetricsSpec]:
+    if not num_classes or num_classes > MAX_CLASSES_FOR_PER_CLASS_METRICS:
+        return []
+    classes = list(range(num_classes))
+    return [
+        tfma.MetricsSpec(
+            metrics=[tfma.MetricConfig(class_name=name) for name in PER_CLASS_METRICS],
+            binarize=tfma.BinarizationOptions(class_ids={"values": classes}),
+            aggregate=tfma.AggregationOptions(
+                macro_average=True, class_weights={c: 1.0 for c in classes}
+            ),
+        )
+    ]
+
+
+def make_eval_config(
+    task: Task,
+    thresholds: EvaluationThresholds,
+    options: EvaluationOptions | None = None,
+) -> tfma.EvalConfig:
     """Returns the EvalConfig for the task's model.
 
     The model's ``transform_features`` signature gives TFMA the transformed
-    label, so raw examples can be evaluated against it.
+    label, so raw examples can be evaluated against it. Metrics are computed
+    on the whole eval split and on each value of every ``slice_by`` feature.
     """
+    options = options or EvaluationOptions()
     if task.is_classification:
         metrics = [
             _metric(
@@ -76,8 +113,12 @@ def make_eval_config(task: Task, thresholds: EvaluationThresholds) -> tfma.EvalC
                 preprocessing_function_names=[TRANSFORM_SIGNATURE],
             )
         ],
-        slicing_specs=[tfma.SlicingSpec()],
+        slicing_specs=[
+            tfma.SlicingSpec(),
+            *(tfma.SlicingSpec(feature_keys=[name]) for name in options.slice_by),
+        ],
         metrics_specs=[
-            tfma.MetricsSpec(metrics=[tfma.MetricConfig(class_name="ExampleCount"), *metrics])
+            tfma.MetricsSpec(metrics=[tfma.MetricConfig(class_name="ExampleCount"), *metrics]),
+            *(_per_class_metrics(options.num_classes) if task.is_classification else []),
         ],
     )

@@ -188,7 +188,7 @@ def create_pipeline(
         examples=example_gen.outputs["examples"],
         model=trainer.outputs["model"],
         baseline_model=baseline_model,
-        eval_config=make_eval_config(config.task, config.thresholds),
+        eval_config=make_eval_config(config.task, config.thresholds, config.evaluation),
     ).with_id(EVALUATOR_ID)
     pusher = tfx.components.Pusher(
         model=trainer.outputs["model"],

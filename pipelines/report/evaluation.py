@@ -1,9 +1,10 @@
-"""The Evaluator's verdict: each metric against its thresholds and the baseline, blessed or not.
+"""The Evaluator's verdict: each metric with its 95% interval and rows, against its thresholds
+and the baseline, overall and per slice, blessed or not.
 
 Read with TFMA's own loaders: ``load_metrics`` (the candidate's, the
-baseline's and their differences), ``load_validation_result`` (which
-thresholds failed) and ``load_eval_result`` (the EvalConfig and its
-thresholds).
+baseline's and their differences, each with TFMA's confidence interval),
+``load_validation_result`` (which thresholds failed) and
+``load_eval_result`` (the EvalConfig and its thresholds).
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ import re
 
 import tensorflow_model_analysis as tfma
 
+from tfrecord_pipelines.report.intervals import COUNTS, metric_intervals
+
 # The role of a candidate-minus-baseline value beside tfma's candidate and baseline keys.
 CHANGE = "change"
+EXAMPLE_COUNT = "example_count"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,12 +26,16 @@ class MetricRow:
     """One metric on the whole eval split.
 
     Attributes:
-      name: the metric's name, e.g. ``sparse_categorical_accuracy``.
+      name: the metric's name, e.g. ``sparse_categorical_accuracy``, ``auc (class 1)``
+        or ``recall (macro)``.
       candidate: this run's model's value.
       baseline: the baseline (last blessed) model's value, if there was one.
       change: candidate minus baseline, if there was a baseline.
       threshold: the thresholds that bless, in words ("" if none).
       failed: a threshold failed for this metric.
+      interval: the candidate's 95% confidence interval (low, high), if known.
+      rows: the eval rows behind the candidate's value (for precision, the
+        rows predicted in the class; for recall, the rows of the class).
     """
 
     name: str
@@ -36,6 +44,25 @@ class MetricRow:
     change: float | None
     threshold: str
     failed: bool
+    interval: tuple[float, float] | None = None
+    rows: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SliceRow:
+    """The candidate's metrics on the eval rows holding one value of a ``--slice-by`` feature.
+
+    Attributes:
+      feature: the feature sliced on.
+      value: its value in these rows.
+      rows: eval rows in the slice.
+      metrics: metric name → (value, 95% interval or None); no per-class metrics.
+    """
+
+    feature: str
+    value: str
+    rows: int
+    metrics: dict[str, tuple[float, tuple[float, float] | None]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +73,34 @@ class EvaluationView:
     validation_ok: bool
     failures: list[str]
     has_baseline: bool
+    eval_rows: int | None = None
+    slices: list[SliceRow] = dataclasses.field(default_factory=list)
+
+
+def metric_name(key) -> str:
+    """A metric key's name for people: ``auc (class 1)``, ``recall (macro)`` or the bare name."""
+    name = key.name
+    if key.HasField("sub_key") and key.sub_key.HasField("class_id"):
+        name += f" (class {key.sub_key.class_id.value})"
+    if key.HasField("aggregation_type") and key.aggregation_type.macro_average:
+        name += " (macro)"
+    return name
+
+
+def is_shown_metric(name: str) -> bool:
+    """Metrics a person reads; the row count is shown apart, the confusion counts only feed
+    the intervals."""
+    return name != EXAMPLE_COUNT and name.split(" ")[0] not in COUNTS
+
+
+def _slice_text(slice_key) -> tuple[str, str] | None:
+    """(feature, value) of a single-feature slice; None for the whole eval split."""
+    if not slice_key.single_slice_keys:
+        return None
+    (single,) = slice_key.single_slice_keys
+    kind = single.WhichOneof("kind")
+    value = getattr(single, kind)
+    return single.column, value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _snake_case(class_name: str) -> str:
@@ -76,28 +131,63 @@ def _thresholds(config: tfma.EvalConfig, has_baseline: bool) -> dict[str, str]:
     return words
 
 
-def overall_metric_values(uri: str) -> dict[str, dict[str, float]]:
-    """Each metric on the whole eval split, by role: candidate, baseline and change.
+def _by_slice(uri: str) -> dict:
+    """Slice (None: the whole eval split) → metric name → role → value.
 
     With a baseline, TFMA keeps the candidate's, the baseline's and their
     differences side by side, told apart by model name; without one, the
     model has no name and is the candidate.
     """
-    values: dict[str, dict[str, float]] = {}
+    found: dict = {}
     for metrics_for_slice in tfma.load_metrics(uri):
-        if metrics_for_slice.slice_key.single_slice_keys:
-            continue
+        values = found.setdefault(_slice_text(metrics_for_slice.slice_key), {})
         for kv in metrics_for_slice.metric_keys_and_values:
             if not kv.value.HasField("double_value"):
                 continue
+            name = metric_name(kv.key)
             role = CHANGE if kv.key.is_diff else kv.key.model_name or tfma.CANDIDATE_KEY
-            values.setdefault(kv.key.name, {})[role] = kv.value.double_value.value
-    return values
+            values.setdefault(name, {})[role] = kv.value.double_value.value
+    return found
+
+
+def _candidate(metrics: dict) -> dict[str, float]:
+    return {name: r[tfma.CANDIDATE_KEY] for name, r in metrics.items() if tfma.CANDIDATE_KEY in r}
+
+
+def overall_metric_values(uri: str) -> dict[str, dict[str, float]]:
+    """Each metric on the whole eval split, by role: candidate, baseline and change."""
+    return _by_slice(uri).get(None, {})
+
+
+def overall_metric_intervals(uri: str) -> dict[str, tuple[tuple[float, float], int]]:
+    """The candidate's 95% interval of each metric on the whole eval split and the rows
+    behind it, where the counts allow (``intervals``)."""
+    return metric_intervals(_candidate(overall_metric_values(uri)))
+
+
+def _slice_rows(by_slice: dict) -> list[SliceRow]:
+    rows = []
+    for key, metrics in by_slice.items():
+        if key is None:
+            continue
+        candidate = _candidate(metrics)
+        known = metric_intervals(candidate)
+        shown = {
+            name: (value, known[name][0] if name in known else None)
+            for name, value in sorted(candidate.items())
+            # Per class per slice would be a table no one reads: the overall table has them.
+            if is_shown_metric(name) and "(class " not in name
+        }
+        rows.append(SliceRow(key[0], key[1], int(candidate.get(EXAMPLE_COUNT, 0)), shown))
+    return sorted(rows, key=lambda row: (row.feature, -row.rows, row.value))
 
 
 def read_evaluation(uri: str) -> EvaluationView:
-    """The candidate's overall metrics, with baseline, change and threshold."""
-    values = overall_metric_values(uri)
+    """The candidate's overall metrics, with interval, baseline, change and threshold, and
+    its metrics on each slice."""
+    by_slice = _by_slice(uri)
+    values = by_slice.get(None, {})
+    known = metric_intervals(_candidate(values))
     has_baseline = any(tfma.BASELINE_KEY in v for v in values.values())
     candidate_name = tfma.CANDIDATE_KEY if has_baseline else ""
     config = tfma.load_eval_result(uri, model_name=candidate_name).config
@@ -116,7 +206,18 @@ def read_evaluation(uri: str) -> EvaluationView:
             change=v.get(CHANGE),
             threshold=thresholds.get(name, ""),
             failed=name in failed,
+            interval=known[name][0] if name in known else None,
+            rows=known[name][1] if name in known else None,
         )
         for name, v in sorted(values.items())
+        if is_shown_metric(name)
     ]
-    return EvaluationView(rows, validation.validation_ok, failures, has_baseline)
+    count = values.get(EXAMPLE_COUNT, {}).get(tfma.CANDIDATE_KEY)
+    return EvaluationView(
+        rows,
+        validation.validation_ok,
+        failures,
+        has_baseline,
+        eval_rows=None if count is None else int(count),
+        slices=_slice_rows(by_slice),
+    )

@@ -37,6 +37,7 @@ from tfrecord_pipelines.definition.pipeline import (
     PUSHER_ID,
     TRAINER_ID,
 )
+from tfrecord_pipelines.local.component_costs import read_cost
 from tfrecord_pipelines.local.run_record import NODE_CONTEXT, NodeExecution, read_run
 from tfrecord_pipelines.report import charts, statistics, thumbnails
 from tfrecord_pipelines.report.component_costs import ComponentCost, component_costs
@@ -56,7 +57,8 @@ class ComponentRow:
       state: ``complete`` (ran), ``cached`` (reused), ``failed``, ``canceled``,
         ``running`` or ``not run``.
       started: when its execution was created (local time).
-      seconds: from its creation to its last update, once finished.
+      seconds: its own duration, once finished: its launch, driver to publisher
+        (local runs), else from its creation to its last update.
       cost: its executor's wall and CPU time and records per second, when
         it ran in a local run.
     """
@@ -133,11 +135,16 @@ def _components(
     for node_id, node in run.items():
         execution = node.execution
         finished = node.state in ("complete", "cached", "failed", "canceled")
-        seconds = (
-            (execution.last_update_time_since_epoch - execution.create_time_since_epoch) / 1000
-            if finished
-            else None
-        )
+        metered = read_cost(execution)
+        if metered is not None and metered.launch_seconds is not None:
+            # Its own launch: the execution's last update is when the run's costs were written.
+            seconds = metered.launch_seconds
+        elif finished:
+            seconds = (
+                execution.last_update_time_since_epoch - execution.create_time_since_epoch
+            ) / 1000
+        else:
+            seconds = None
         rows.append(
             ComponentRow(
                 node_id,

@@ -21,7 +21,7 @@ from tfrecord_pipelines.definition.pipeline import (
 )
 from tfrecord_pipelines.local.run_record import NodeExecution, read_run
 from tfrecord_pipelines.report.component_costs import ComponentCost, component_costs
-from tfrecord_pipelines.report.evaluation import overall_metric_values
+from tfrecord_pipelines.report.evaluation import overall_metric_intervals, overall_metric_values
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,7 +34,9 @@ class RunSummary:
       model: the trained model artifact's folder.
       evaluation: the Evaluator's output folder (load with tfma.load_eval_result).
       metrics: this run's model's overall metrics on the eval split, by name
-        (never the baseline's).
+        (never the baseline's); ``example_count`` is the eval rows behind them.
+      intervals: their 95% confidence intervals (low, high) and the eval rows
+        behind each, by name, where known (``report.intervals``).
       model_run: the Trainer's TensorBoard logs and input-stall report.
       input_stall: the last training epoch's input stall (share of step time
         spent waiting for batches), or None if the Trainer wrote no report.
@@ -55,6 +57,7 @@ class RunSummary:
     model: str
     evaluation: str
     metrics: dict[str, float]
+    intervals: dict[str, tuple[tuple[float, float], int]]
     model_run: str
     input_stall: float | None
     training: TrainingLength | None
@@ -108,6 +111,7 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         model=trainer.output("model").uri,
         evaluation=evaluation.uri,
         metrics=overall_metrics(evaluation.uri),
+        intervals=overall_metric_intervals(evaluation.uri),
         model_run=model_run.uri,
         input_stall=last_epoch_share(model_run.uri),
         training=training,
