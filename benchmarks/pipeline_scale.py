@@ -18,6 +18,7 @@ steps. Each pipeline runs in its own process; its total CPU includes the
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import resource
@@ -36,9 +37,13 @@ sys.path.insert(0, _ROOT)
 sys.path.insert(0, _HERE)
 
 PIPELINE_NAME = "scale"
+# The project's pipeline before the eval split was sized and ExampleGen described its
+# records (commit 2282d5f, docs/benchmarks/pipeline-scale.md's earlier table): the
+# process's CPU seconds, the eval rows and the accuracy, by table size.
+BEFORE = {1_500_000: (258, 500_431, 0.8149), 10_000_000: (1_566, 3_333_680, 0.8167)}
 COMPONENTS = (
     ("ShardedExampleGen", "CsvExampleGen"),
-    ("StatisticsGen", "StatisticsGen"),
+    (None, "StatisticsGen"),
     ("SchemaGen", "SchemaGen"),
     ("ExampleValidator", None),
     ("Transform", "Transform"),
@@ -94,7 +99,16 @@ def _ours(table: str, rows: int, work: str) -> dict:
     store = open_store(LocalLayout(output, PIPELINE_NAME).metadata_path)
     run_id = store.get_contexts_by_type(PIPELINE_RUN_CONTEXT)[-1].name
     summary = summarize_run(store, PIPELINE_NAME, run_id)
+    (plan_path,) = glob.glob(
+        f"{output}/pipeline_root/{PIPELINE_NAME}/ShardedExampleGen/examples/*/shard_plan.json"
+    )
+    with open(plan_path) as f:
+        plan = json.load(f)
     return {
+        "sizing": plan.get("split_sizing"),
+        "eval_rows": int(summary.metrics["example_count"]),
+        "interval": summary.intervals.get("sparse_categorical_accuracy", ((None, None), 0))[0],
+        "auc": summary.metrics.get("auc (class 1)"),
         "seconds": seconds,
         "cpu": cpu,
         "costs": {c.node_id: (c.wall_seconds, c.cpu_seconds, c.records) for c in summary.costs},
@@ -109,7 +123,7 @@ def _stock(table: str, rows: int, work: str, train_steps: int, batch_size: int) 
     shutil.rmtree(output, ignore_errors=True)
     command = [sys.executable, os.path.join(_HERE, "stock_tfx_pipeline.py"), "--data", table]
     command += ["--label", "label", "--output", output, "--train-steps", str(train_steps)]
-    command += ["--batch-size", str(batch_size)]
+    command += ["--batch-size", str(batch_size), "--num-classes", "2"]
     print(f"stock TFX, {rows:,} rows, {train_steps:,} steps of {batch_size} ...", flush=True)
     seconds, cpu, stdout = _run(command, output + ".log")
     result = json.loads(stdout.strip().splitlines()[-1])
@@ -155,8 +169,6 @@ def _input_child(raw: str, graph: str, copy: str, batch_size: str) -> None:
 
 
 def _input_rates(ours_output: str, stock_output: str, batch_size: int, work: str) -> dict:
-    import glob
-
     ours_root = f"{ours_output}/pipeline_root/{PIPELINE_NAME}"
     examples = glob.glob(f"{ours_root}/ShardedExampleGen/examples/*")
     graph = glob.glob(f"{ours_root}/Transform/transform_graph/*")
@@ -175,31 +187,48 @@ def _print_size(rows: int, ours: dict, stock: dict | None, rates: dict | None) -
     print("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
     for name, stock_name in COMPONENTS:
         wall, cpu, records = ours["costs"].get(name, (None, None, None))
+        theirs = (stock or {}).get("costs", {}).get(stock_name) if stock_name else None
+        if wall is None and theirs is None:
+            continue
+        stock_cells = f"{stock_name} | {theirs[0]:.1f} | {theirs[1]:.1f}" if theirs else " | | "
         if wall is None:
+            print(f"| (none: in ExampleGen's pass) | | | | | {stock_cells} |")
             continue
         rate = f"{records / wall:,.0f}" if records and wall else ""
-        theirs = (stock or {}).get("costs", {}).get(stock_name) if stock_name else None
-        stock_cells = f"{stock_name} | {theirs[0]:.1f} | {theirs[1]:.1f}" if theirs else " | | "
         records_cell = f"{records:,}" if records else ""
         print(f"| {name} | {wall:.1f} | {cpu:.1f} | {records_cell} | {rate} | {stock_cells} |")
     stock_cells = f"| {stock['seconds']:.0f} | {stock['cpu']:.0f} |" if stock else "| | |"
     print(f"| whole run (process) | {ours['seconds']:.0f} | {ours['cpu']:.0f} | | | {stock_cells}")
     print()
+    sizing = ours["sizing"] or {}
+    low, high = ours["interval"]
+    print(
+        f"- split: {training.train_records:,} train rows, {ours['eval_rows']:,} eval rows "
+        f"(estimated input rows {sizing.get('estimated_rows', 0):,}, eval cap "
+        f"{sizing.get('eval_rows', 0):,}, capped: {sizing.get('capped')})"
+    )
     print(
         f"- trained on {training.examples:,} examples, {training.epochs:.2f} epochs of the "
-        f"{training.train_records:,}-example train split ({training.steps:,} steps of "
-        f"{training.batch_size}); accuracy {ours['accuracy']:.4f}"
+        f"train split ({training.steps:,} steps of {training.batch_size}); accuracy "
+        f"{ours['accuracy']:.4f} [{low:.4f}, {high:.4f}] (95%, +-{50 * (high - low):.2f} "
+        f"points) on the {ours['eval_rows']:,} eval rows; AUC {ours['auc'] or float('nan'):.4f}"
     )
+    before = BEFORE.get(rows)
+    if before:
+        print(
+            f"- before (2:1 split, separate StatisticsGen): {before[0]:,} CPU s, accuracy "
+            f"{before[2]:.4f} on {before[1]:,} eval rows; now {ours['cpu']:.0f} CPU s "
+            f"({ours['cpu'] / before[0]:.2f}x)"
+        )
+    evaluator = ours["costs"].get("Evaluator", (0, 0, 0))[1]
+    print(f"- Evaluator: {100 * evaluator / ours['cpu']:.1f}% of the process's CPU")
+    if stock:
+        print(
+            f"- stock TFX's model, same steps, TFX's 2:1 split: accuracy "
+            f"{stock['accuracy']:.4f} on {int(stock['eval_rows']):,} eval rows"
+        )
     print(f"- input stall, last epoch: {100 * ours['input_stall']:.1f}%", end="")
     print(f" (stock TFX: {100 * stock['input_stall']:.1f}%)" if stock else "")
-    costs = ours["costs"]
-    if "Transform" in costs and "StatisticsGen" in costs:
-        transform_per_row = costs["Transform"][1] / costs["Transform"][2]
-        stats_per_row = costs["StatisticsGen"][1] / costs["StatisticsGen"][2]
-        print(
-            f"- Transform CPU per row analyzed / StatisticsGen CPU per row described: "
-            f"{transform_per_row / stats_per_row:.2f}x"
-        )
     if stock:
         print(
             f"- stock TFX / project: {stock['seconds'] / ours['seconds']:.2f}x wall, "

@@ -24,11 +24,13 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(_HERE))
 
 
-def _pipeline(data: str, label: str, root: str, train_steps: int, batch_size: int):
+def _pipeline(
+    data: str, label: str, root: str, train_steps: int, batch_size: int, num_classes: int
+):
     from tfx import v1 as tfx
 
     from tfrecord_pipelines.components.task import Task
-    from tfrecord_pipelines.definition.config import EvaluationThresholds
+    from tfrecord_pipelines.definition.config import EvaluationOptions, EvaluationThresholds
     from tfrecord_pipelines.definition.evaluation import make_eval_config
     from tfrecord_pipelines.local.runner import local_beam_args
 
@@ -57,7 +59,10 @@ def _pipeline(data: str, label: str, root: str, train_steps: int, batch_size: in
     evaluator = tfx.components.Evaluator(
         examples=example_gen.outputs["examples"],
         model=trainer.outputs["model"],
-        eval_config=make_eval_config(task, EvaluationThresholds()),
+        # The project's metrics (per-class AUC, the confusion matrix) on TFX's eval split.
+        eval_config=make_eval_config(
+            task, EvaluationThresholds(), EvaluationOptions(num_classes=num_classes)
+        ),
     )
     return tfx.dsl.Pipeline(
         pipeline_name="stock-tfx",
@@ -78,15 +83,20 @@ def main() -> None:
     parser.add_argument("--output", required=True)
     parser.add_argument("--train-steps", type=int, required=True)
     parser.add_argument("--batch-size", type=int, required=True)
+    parser.add_argument("--num-classes", type=int, default=2)
     args = parser.parse_args()
 
+    import tensorflow_model_analysis as tfma
     from tfx import v1 as tfx
 
     from tfrecord_pipelines.components.trainer.input_stall import last_epoch_share
     from tfrecord_pipelines.local.component_costs import metered_executors
     from tfrecord_pipelines.local.run_record import node_ids_by_execution, open_store
+    from tfrecord_pipelines.report.evaluation import overall_metric_values
 
-    pipeline = _pipeline(args.data, args.label, args.output, args.train_steps, args.batch_size)
+    pipeline = _pipeline(
+        args.data, args.label, args.output, args.train_steps, args.batch_size, args.num_classes
+    )
     with metered_executors() as costs:
         tfx.orchestration.LocalDagRunner().run(pipeline)
     node_ids = node_ids_by_execution(
@@ -94,6 +104,8 @@ def main() -> None:
     )
     model_runs = os.path.join(args.output, "pipeline_root", "Trainer", "model_run")
     stall = last_epoch_share(os.path.join(model_runs, os.listdir(model_runs)[0]))
+    evaluations = os.path.join(args.output, "pipeline_root", "Evaluator", "evaluation")
+    metrics = overall_metric_values(os.path.join(evaluations, os.listdir(evaluations)[0]))
     print(
         json.dumps(
             {
@@ -102,6 +114,8 @@ def main() -> None:
                     for execution_id, cost in costs.items()
                 },
                 "input_stall": stall,
+                "accuracy": metrics["sparse_categorical_accuracy"][tfma.CANDIDATE_KEY],
+                "eval_rows": metrics["example_count"][tfma.CANDIDATE_KEY],
             }
         )
     )

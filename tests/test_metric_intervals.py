@@ -4,6 +4,7 @@ import pytest
 
 from tfrecord_pipelines.report.intervals import (
     auc_interval,
+    class_metrics,
     mean_interval,
     metric_intervals,
     wilson,
@@ -52,3 +53,15 @@ def test_intervals_and_rows_from_a_slices_counts():
     assert low < 0.8 < high
     # No counts, no interval: never a made-up one.
     assert "mean_absolute_error" not in metric_intervals({"mean_absolute_error": 1.0})
+
+
+def test_class_metrics_from_a_confusion_matrix():
+    # actual → predicted: class 0 mostly right, class 1 half right.
+    cells = {(0, 0): 80.0, (0, 1): 20.0, (1, 0): 50.0, (1, 1): 50.0}
+    found = class_metrics(cells)
+    assert found["precision (class 1)"] == pytest.approx(50 / 70)
+    assert found["recall (class 1)"] == pytest.approx(0.5)
+    assert found["recall (macro)"] == pytest.approx((0.8 + 0.5) / 2)
+    assert found["true_negatives (class 1)"] == 80 and found["false_positives (class 1)"] == 20
+    # The counts give precision its rows: the 70 rows predicted as class 1.
+    assert metric_intervals(found)["precision (class 1)"][1] == 70

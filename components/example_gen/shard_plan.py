@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import math
 import re
 import zlib
@@ -101,8 +102,9 @@ class ShardPlan:
         position = zlib.crc32(record) / 2**32
         return min(bisect.bisect(self._boundaries, position), self.num_shards - 1)
 
-    @property
+    @functools.cached_property
     def _boundaries(self) -> list[float]:
+        # Once per plan, not per record: a split of millions of records asks for it each time.
         total, bounds = 0.0, []
         for weight in self.weights[:-1]:
             total += weight

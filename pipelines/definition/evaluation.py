@@ -1,10 +1,18 @@
 """The Evaluator's TFMA configuration: metrics, their intervals, slices and the thresholds.
 
-Classification adds, for each class, AUC, precision and recall (TFMA's own
-binarized metrics), their macro averages and the confusion counts behind
-them, from which the report computes each metric's 95% interval
-(``report.intervals``); TFMA needs the classes' count to binarize, so these
-come when the pipeline knows it (``EvaluationOptions.num_classes``).
+Classification adds TFMA's multi-class confusion matrix (the predicted
+class is the likeliest), from which the report reads each class's
+precision and recall and the counts behind every metric's 95% interval
+(``report.intervals``), and, when the pipeline knows how many classes there
+are (``EvaluationOptions.num_classes``: TFMA needs it to binarize), each
+class's AUC (one against the rest) and their macro average; of two classes,
+the second's AUC alone, the first's being the same.
+
+Measured on 100,000 eval rows of a two-class table (2 cores): TFMA's
+reading, inference and example count 18.9 CPU-seconds, the Keras accuracy
++6.8, the confusion matrix +6.3, one class's AUC about +7; binarized
+precision, recall and their counts for both classes instead of the matrix
++13.3.
 """
 
 from __future__ import annotations
@@ -20,11 +28,7 @@ from tfrecord_pipelines.definition.config import (
 )
 
 _NO_WORSE_THAN_BASELINE = 1e-10
-PER_CLASS_METRICS = (
-    "AUC", "Precision", "Recall",
-    # The counts behind them (at Precision's and Recall's 0.5 threshold): their intervals.
-    "TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives",
-)  # fmt: skip
+CONFUSION_MATRIX = "MultiClassConfusionMatrixPlot"
 
 
 def _metric(
@@ -61,13 +65,20 @@ def _metric(
     )
 
 
-def _per_class_metrics(num_classes: int | None) -> list[tfma.MetricsSpec]:
+def _per_class_auc(num_classes: int | None) -> list[tfma.MetricsSpec]:
     if not num_classes or num_classes > MAX_CLASSES_FOR_PER_CLASS_METRICS:
         return []
+    if num_classes == 2:
+        return [
+            tfma.MetricsSpec(
+                metrics=[tfma.MetricConfig(class_name="AUC")],
+                binarize=tfma.BinarizationOptions(class_ids={"values": [1]}),
+            )
+        ]
     classes = list(range(num_classes))
     return [
         tfma.MetricsSpec(
-            metrics=[tfma.MetricConfig(class_name=name) for name in PER_CLASS_METRICS],
+            metrics=[tfma.MetricConfig(class_name="AUC")],
             binarize=tfma.BinarizationOptions(class_ids={"values": classes}),
             aggregate=tfma.AggregationOptions(
                 macro_average=True, class_weights={c: 1.0 for c in classes}
@@ -94,7 +105,8 @@ def make_eval_config(
                 "SparseCategoricalAccuracy",
                 lower_bound=thresholds.min_accuracy,
                 higher_is_better=True,
-            )
+            ),
+            tfma.MetricConfig(class_name=CONFUSION_MATRIX),
         ]
     else:
         metrics = [
@@ -119,6 +131,6 @@ def make_eval_config(
         ],
         metrics_specs=[
             tfma.MetricsSpec(metrics=[tfma.MetricConfig(class_name="ExampleCount"), *metrics]),
-            *(_per_class_metrics(options.num_classes) if task.is_classification else []),
+            *(_per_class_auc(options.num_classes) if task.is_classification else []),
         ],
     )

@@ -14,11 +14,12 @@ import re
 
 import tensorflow_model_analysis as tfma
 
-from tfrecord_pipelines.report.intervals import COUNTS, metric_intervals
+from tfrecord_pipelines.report.intervals import COUNTS, class_metrics, metric_intervals
 
 # The role of a candidate-minus-baseline value beside tfma's candidate and baseline keys.
 CHANGE = "change"
 EXAMPLE_COUNT = "example_count"
+CONFUSION_MATRIX = "multi_class_confusion_matrix_plot"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,6 +148,22 @@ def _by_slice(uri: str) -> dict:
             name = metric_name(kv.key)
             role = CHANGE if kv.key.is_diff else kv.key.model_name or tfma.CANDIDATE_KEY
             values.setdefault(name, {})[role] = kv.value.double_value.value
+    # Precision and recall per class, and the counts behind the intervals: from the
+    # candidate's confusion matrix (a plot, in TFMA's terms).
+    for plots_for_slice in tfma.load_plots(uri):
+        for kv in plots_for_slice.plot_keys_and_values:
+            matrices = kv.value.multi_class_confusion_matrix_at_thresholds.matrices
+            if kv.key.name != CONFUSION_MATRIX or not matrices:
+                continue
+            if (kv.key.model_name or tfma.CANDIDATE_KEY) != tfma.CANDIDATE_KEY:
+                continue
+            cells: dict[tuple[int, int], float] = {}
+            for entry in matrices[0].entries:
+                pair = (entry.actual_class_id, entry.predicted_class_id)
+                cells[pair] = cells.get(pair, 0.0) + entry.num_weighted_examples
+            values = found.setdefault(_slice_text(plots_for_slice.slice_key), {})
+            for name, value in class_metrics(cells).items():
+                values.setdefault(name, {})[tfma.CANDIDATE_KEY] = value
     return found
 
 

@@ -56,6 +56,32 @@ def mean_interval(mean: float, variance: float, rows: float) -> tuple[float, flo
     return mean - half, mean + half
 
 
+def class_metrics(cells: dict[tuple[int, int], float]) -> dict[str, float]:
+    """Each class's precision, recall and confusion counts, and their macro averages, from a
+    multi-class confusion matrix: (actual class, predicted class) → rows."""
+    total = sum(cells.values())
+    classes = sorted({c for pair in cells for c in pair if c >= 0})
+    found: dict[str, float] = {}
+    for c in classes:
+        tp = cells.get((c, c), 0.0)
+        predicted = sum(n for (_, p), n in cells.items() if p == c)
+        actual = sum(n for (a, _), n in cells.items() if a == c)
+        fp, fn = predicted - tp, actual - tp
+        counts = dict(zip(COUNTS, (tp, fp, total - tp - fp - fn, fn), strict=True))
+        found.update({f"{name} (class {c})": n for name, n in counts.items()})
+        if predicted:
+            found[f"precision (class {c})"] = tp / predicted
+        if actual:
+            found[f"recall (class {c})"] = tp / actual
+    for metric in ("precision", "recall"):
+        per_class = [
+            found[f"{metric} (class {c})"] for c in classes if f"{metric} (class {c})" in found
+        ]
+        if per_class:
+            found[f"{metric} (macro)"] = sum(per_class) / len(per_class)
+    return found
+
+
 def metric_intervals(values: dict[str, float]) -> dict[str, tuple[tuple[float, float], int]]:
     """Each metric's 95% interval and the rows behind it, where the counts allow.
 

@@ -2,8 +2,9 @@
 
     python -m pipelines.penguins DATA_DIR PIPELINE_ROOT
 
-The data is converted by tfrecord-pipelines' ShardedExampleGen; TFX's own
-StatisticsGen and SchemaGen describe it; TFX's Trainer runs this project's
+The data is converted and described (its statistics) by tfrecord-pipelines'
+ShardedExampleGen; TFX's own SchemaGen infers a schema from those
+statistics; TFX's Trainer runs this project's
 ``components.reader.run_fn``, which reads the shards with ``make_dataset``.
 """
 
@@ -17,12 +18,11 @@ from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 
 
 def create_pipeline(data_dir: str, pipeline_root: str) -> tfx.dsl.Pipeline:
-    """ShardedExampleGen -> StatisticsGen -> SchemaGen -> Trainer (the user's run_fn)."""
+    """ShardedExampleGen -> SchemaGen -> Trainer (the user's run_fn)."""
     example_gen = ShardedExampleGen(
         input_base=data_dir, label_key="species", sharding=ShardingOptions(num_readers=4)
     )
-    statistics = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
-    schema = tfx.components.SchemaGen(statistics=statistics.outputs["statistics"])
+    schema = tfx.components.SchemaGen(statistics=example_gen.outputs["statistics"])
     trainer = tfx.components.Trainer(
         run_fn="components.reader.run_fn",
         examples=example_gen.outputs["examples"],
@@ -33,7 +33,7 @@ def create_pipeline(data_dir: str, pipeline_root: str) -> tfx.dsl.Pipeline:
     return tfx.dsl.Pipeline(
         pipeline_name="user-penguins",
         pipeline_root=pipeline_root,
-        components=[example_gen, statistics, schema, trainer],
+        components=[example_gen, schema, trainer],
         metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
             os.path.join(pipeline_root, "metadata.db")
         ),
