@@ -184,3 +184,21 @@ def test_epochs_with_a_module_files_run_fn(capsys, tmp_path):
         f"error: epochs needs the built-in run_fn; {module}'s run_fn is told "
         "fn_args.train_steps: give train_steps instead."
     )
+
+
+def test_slice_by_a_column_the_data_does_not_have(capsys, tmp_path):
+    (tmp_path / "d.csv").write_text("a,b,c\n1,2,x\n3,4,y\n")
+    status, err = _error_of(
+        capsys, ["compile", "--data", str(tmp_path), "--label", "c", "--slice-by", "region"]
+    )
+    assert status == 2
+    assert err == f"error: --slice-by region: not a feature of {tmp_path}; features are: a, b, c."
+
+
+def test_convert_eval_rows_must_be_positive(capsys, tmp_path):
+    (tmp_path / "d.csv").write_text("a,b\n1,2\n")
+    status, err = _error_of(
+        capsys, ["convert", str(tmp_path), str(tmp_path / "out"), "--eval-rows", "0"]
+    )
+    assert status == 2
+    assert err == "error: --eval-rows must be at least 1, got 0."
