@@ -90,3 +90,10 @@ def test_the_default_cap_keeps_small_data_at_two_to_one(source, tmp_path):
     report = _convert(source, tmp_path / "out")
     assert not report["split_sizing"]["capped"]
     assert report["splits"]["eval"]["records"] == pytest.approx(ROWS / 3, rel=0.1)
+
+
+def test_an_unreadable_parquet_file_is_left_to_the_quarantine(tmp_path):
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"x": list(range(50))}), good)
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet at all")
+    assert count_rows("parquet", [str(tmp_path / "bad.parquet"), str(good)]) == (50, True)

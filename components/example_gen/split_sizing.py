@@ -101,18 +101,23 @@ def size_eval_split(estimated_rows: int, eval_rows: int, *, exact: bool) -> Spli
 def count_rows(source_format: str, files: list) -> tuple[int, bool]:
     """Returns the input's rows and whether that is a count (True) or an estimate (False).
 
-    Images: one row per file. Parquet: the footers' row counts. CSV: every
-    file's bytes at the bytes per row of the first file's first rows.
+    Images: one row per file. Parquet: the footers' row counts (of the files
+    that can be read). CSV: every file's bytes at the bytes per row of the
+    first file's first rows.
     """
     if source_format == IMAGES:
         return len(files), True
     if source_format == PARQUET:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         total = 0
         for path in files:
-            with filesystem.open_binary(path) as f:
-                total += pq.ParquetFile(f).metadata.num_rows
+            try:
+                with filesystem.open_binary(path) as f:
+                    total += pq.ParquetFile(f).metadata.num_rows
+            except (pa.ArrowException, OSError):
+                continue  # the converter quarantines a file it cannot read, with its reason
         return total, True
     total_bytes = sum(filesystem.size(path) for path in files)
     with filesystem.open_binary(files[0]) as f:

@@ -27,8 +27,8 @@ pytestmark = pytest.mark.faults
 _State = metadata_store_pb2.Execution
 UPSTREAM = {
     "ShardedExampleGen": {"ImportSchemaGen"},
-    # LocalDagRunner runs Transform before ExampleValidator.
-    "Transform": {"ImportSchemaGen", "ShardedExampleGen"},
+    # LocalDagRunner runs ExampleValidator (on ExampleGen's statistics) before Transform.
+    "Transform": {"ImportSchemaGen", "ShardedExampleGen", "ExampleValidator"},
     "Trainer": {
         "ImportSchemaGen",
         "ShardedExampleGen",
