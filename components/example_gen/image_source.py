@@ -108,6 +108,15 @@ class ImageConverter:
     def __init__(self, label_key: str, assigner: SplitAssigner):
         self._label_key = label_key
         self._assigner = assigner
+        self._types = {
+            IMAGE_KEY: ColumnType.BYTES,
+            label_key: ColumnType.INT,
+            CLASS_NAME_KEY: ColumnType.BYTES,
+            HEIGHT_KEY: ColumnType.INT,
+            WIDTH_KEY: ColumnType.INT,
+            CHANNELS_KEY: ColumnType.INT,
+            FILENAME_KEY: ColumnType.BYTES,
+        }
 
     def setup(self) -> None:
         """Nothing to build: TensorFlow's decoders need no state."""
@@ -150,18 +159,6 @@ class ImageConverter:
             for row in rows
         ]
         yield from self._assigner.assign(records, columns=self._columns(rows))
-
-    @property
-    def _types(self) -> dict[str, ColumnType]:
-        return {
-            IMAGE_KEY: ColumnType.BYTES,
-            self._label_key: ColumnType.INT,
-            CLASS_NAME_KEY: ColumnType.BYTES,
-            HEIGHT_KEY: ColumnType.INT,
-            WIDTH_KEY: ColumnType.INT,
-            CHANNELS_KEY: ColumnType.INT,
-            FILENAME_KEY: ColumnType.BYTES,
-        }
 
     def _columns(self, rows: list[dict]) -> pa.RecordBatch:
         """The records' features as list columns of one value each, for statistics."""

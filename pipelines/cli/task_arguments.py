@@ -265,6 +265,8 @@ def _check_slices(args: argparse.Namespace, source) -> tuple[str, ...]:
     """The --slice-by features, each a single-valued feature of the records."""
     from tfrecord_pipelines.components import data_source, image_folder
 
+    if not args.slice_by:
+        return ()  # no second read of every file's header for nothing
     if source.is_images:
         allowed = {
             image_folder.CLASS_NAME_KEY: False,

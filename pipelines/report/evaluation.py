@@ -167,7 +167,8 @@ def _by_slice(uri: str) -> dict:
     return found
 
 
-def _candidate(metrics: dict) -> dict[str, float]:
+def candidate_values(metrics: dict) -> dict[str, float]:
+    """The candidate's value of each metric, from ``overall_metric_values``' roles."""
     return {name: r[tfma.CANDIDATE_KEY] for name, r in metrics.items() if tfma.CANDIDATE_KEY in r}
 
 
@@ -176,18 +177,12 @@ def overall_metric_values(uri: str) -> dict[str, dict[str, float]]:
     return _by_slice(uri).get(None, {})
 
 
-def overall_metric_intervals(uri: str) -> dict[str, tuple[tuple[float, float], int]]:
-    """The candidate's 95% interval of each metric on the whole eval split and the rows
-    behind it, where the counts allow (``intervals``)."""
-    return metric_intervals(_candidate(overall_metric_values(uri)))
-
-
 def _slice_rows(by_slice: dict) -> list[SliceRow]:
     rows = []
     for key, metrics in by_slice.items():
         if key is None:
             continue
-        candidate = _candidate(metrics)
+        candidate = candidate_values(metrics)
         known = metric_intervals(candidate)
         shown = {
             name: (value, known[name][0] if name in known else None)
@@ -204,7 +199,7 @@ def read_evaluation(uri: str) -> EvaluationView:
     its metrics on each slice."""
     by_slice = _by_slice(uri)
     values = by_slice.get(None, {})
-    known = metric_intervals(_candidate(values))
+    known = metric_intervals(candidate_values(values))
     has_baseline = any(tfma.BASELINE_KEY in v for v in values.values())
     candidate_name = tfma.CANDIDATE_KEY if has_baseline else ""
     config = tfma.load_eval_result(uri, model_name=candidate_name).config

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import tensorflow_model_analysis as tfma
-
 from tfrecord_pipelines.components.trainer.input_stall import last_epoch_share
 from tfrecord_pipelines.components.trainer.resume import resumed_steps
 from tfrecord_pipelines.components.trainer.training_length import (
@@ -21,7 +19,8 @@ from tfrecord_pipelines.definition.pipeline import (
 )
 from tfrecord_pipelines.local.run_record import NodeExecution, read_run
 from tfrecord_pipelines.report.component_costs import ComponentCost, component_costs
-from tfrecord_pipelines.report.evaluation import overall_metric_intervals, overall_metric_values
+from tfrecord_pipelines.report.evaluation import candidate_values, overall_metric_values
+from tfrecord_pipelines.report.intervals import metric_intervals
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,11 +71,7 @@ class RunSummary:
 
 def overall_metrics(evaluation_uri: str) -> dict[str, float]:
     """The candidate model's metrics on the whole eval split (never the baseline's)."""
-    return {
-        name: roles[tfma.CANDIDATE_KEY]
-        for name, roles in overall_metric_values(evaluation_uri).items()
-        if tfma.CANDIDATE_KEY in roles
-    }
+    return candidate_values(overall_metric_values(evaluation_uri))
 
 
 def _node(run: dict[str, NodeExecution], node_id: str) -> NodeExecution:
@@ -103,6 +98,8 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
     model_run = trainer.output("model_run")
     was_pushed = pusher.custom_properties["pushed"].int_value == 1
     training = read_training_report(model_run.uri)
+    # One read of TFMA's metrics and plots: the intervals come from the same values.
+    metrics = overall_metrics(evaluation.uri)
     return RunSummary(
         blessed=evaluator.output("blessing").custom_properties["blessed"].int_value == 1,
         pushed_model=(
@@ -110,8 +107,8 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         ),
         model=trainer.output("model").uri,
         evaluation=evaluation.uri,
-        metrics=overall_metrics(evaluation.uri),
-        intervals=overall_metric_intervals(evaluation.uri),
+        metrics=metrics,
+        intervals=metric_intervals(metrics),
         model_run=model_run.uri,
         input_stall=last_epoch_share(model_run.uri),
         training=training,
