@@ -60,7 +60,7 @@ _ROW_BY_ROW_BYTES = 64 * 1024
 class BlockConverter:
     """Parses CSV blocks into ``SplitRecords`` (with their columns) and QuarantineRecords.
 
-    Engine-neutral: Beam (``beam_sources``) and Spark (``spark/``) run it alike.
+    Engine-neutral: Beam (``beam.sources``) and Spark (``spark/``) run it alike.
     Call ``setup`` once in the process that converts, then ``convert`` per block.
     """
 

@@ -19,11 +19,11 @@ from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils, proto_utils
 
 from tfrecord_pipelines.components.example_gen import keys, statistics
-from tfrecord_pipelines.components.example_gen.beam_shards import (
+from tfrecord_pipelines.components.example_gen.beam.shards import (
     SpillRecords,
     WriteShardedTFRecords,
 )
-from tfrecord_pipelines.components.example_gen.beam_sources import ReadSource
+from tfrecord_pipelines.components.example_gen.beam.sources import ReadSource
 from tfrecord_pipelines.components.example_gen.quarantine import (
     QUARANTINE_FILE_PREFIX,
     QUARANTINE_FILE_SUFFIX,

@@ -3,7 +3,7 @@
 The input is ``spill.Spilled`` files, one split's records each: one
 element or task per file, not per record, keeps an engine's cost per element
 out of the cost per record, and the records out of memory. Engine-neutral:
-``beam_shards`` runs these steps on Beam, ``spark/shard_stage`` on Spark.
+``beam.shards`` runs these steps on Beam, ``spark/shard_stage`` on Spark.
 
 TFX's writer leaves the shard count to the runner (one file for small data on
 the DirectRunner). Here the split is measured first (records, bytes, and for

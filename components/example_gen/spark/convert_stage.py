@@ -115,7 +115,7 @@ class _Task:
     def __init__(self, converter, spill_dir: str, staging_dir: str):
         from pyspark import TaskContext
 
-        gc.freeze()  # see beam_sources
+        gc.freeze()  # see beam.sources
         converter.setup()
         context = TaskContext.get()
         self.partition = context.partitionId()
