@@ -208,7 +208,7 @@ def _convert(source: str, dest: str, source_format: str, compression: str, **eng
 
 
 def _sharded(source: str, dest: str, source_format: str, compression: str, workers: str) -> dict:
-    from tfrecord_pipelines.local.runner import local_beam_args
+    from tfrecord_pipelines.local.beam_args import local_beam_args
 
     # As convert passes them: TFX not packaged for workers that do not exist.
     beam_args = local_beam_args(TWO_WORKERS if workers == "2w" else IN_MEMORY)
@@ -223,7 +223,7 @@ def _csv_example_gen(source: str, dest: str) -> int:
     from tfx.types import standard_artifacts
     from tfx.utils import proto_utils
 
-    from tfrecord_pipelines.local.runner import local_beam_args
+    from tfrecord_pipelines.local.beam_args import local_beam_args
 
     examples = standard_artifacts.Examples()
     examples.uri = dest

@@ -48,7 +48,7 @@ from tfrecord_pipelines.components.trainer import make_dataset  # noqa: E402
 from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding  # noqa: E402
 from tfrecord_pipelines.components.trainer.image_model import image_features  # noqa: E402
 from tfrecord_pipelines.components.trainer.input_stall import InputStallModel  # noqa: E402
-from tfrecord_pipelines.local.runner import local_beam_args  # noqa: E402
+from tfrecord_pipelines.local.beam_args import local_beam_args  # noqa: E402
 
 CLASSES = 10
 SIDE = 224

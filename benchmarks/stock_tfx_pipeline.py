@@ -32,7 +32,7 @@ def _pipeline(
     from tfrecord_pipelines.components.task import Task
     from tfrecord_pipelines.definition.config import EvaluationOptions, EvaluationThresholds
     from tfrecord_pipelines.definition.evaluation import make_eval_config
-    from tfrecord_pipelines.local.runner import local_beam_args
+    from tfrecord_pipelines.local.beam_args import local_beam_args
 
     task = Task(label=label)
     module = os.path.join(_HERE, "stock_tfx_module.py")

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from tfrecord_pipelines.components.example_gen.convert import convert
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
-from tfrecord_pipelines.local.runner import local_beam_args
+from tfrecord_pipelines.local.beam_args import local_beam_args
 
 # Small shards and blocks: several of each, so tasks and shards are many.
 SHARDING = ShardingOptions(target_shard_bytes=24 * 1024)

@@ -7,7 +7,7 @@ import pytest
 from example_data import PLANTED_BAD_ROWS, read_split, write_csv
 from tfrecord_pipelines.components.example_gen.convert import convert
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
-from tfrecord_pipelines.local.runner import local_beam_args
+from tfrecord_pipelines.local.beam_args import local_beam_args
 
 TARGET = 64 * 1024
 # In memory, one process; TFX not packaged for workers (what convert passes).

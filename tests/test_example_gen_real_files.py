@@ -17,7 +17,7 @@ from example_data import read_split
 from tfrecord_pipelines.components.example_gen.convert import convert
 from tfrecord_pipelines.components.example_gen.destination import DestinationInUse
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
-from tfrecord_pipelines.local.runner import local_beam_args
+from tfrecord_pipelines.local.beam_args import local_beam_args
 
 # In memory, one process; TFX not packaged for workers (what convert passes).
 IN_MEMORY = local_beam_args()

@@ -19,7 +19,7 @@ from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 from tfrecord_pipelines.components.example_gen.component import ShardedExampleGen
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.components.image_folder import IMAGE_KEY
-from tfrecord_pipelines.local.runner import local_beam_args
+from tfrecord_pipelines.local.beam_args import local_beam_args
 
 ROWS = 5_000
 QUANTILES = statistics_pb2.Histogram.QUANTILES

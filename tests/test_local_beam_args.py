@@ -4,7 +4,7 @@ import tempfile
 
 from tfx.utils import dependency_utils
 
-from tfrecord_pipelines.local.runner import DEFAULT_BEAM_ARGS, local_beam_args
+from tfrecord_pipelines.local.beam_args import DEFAULT_BEAM_ARGS, local_beam_args
 
 
 def test_direct_runner_args_keep_tfx_from_building_its_package(tmp_path, monkeypatch):

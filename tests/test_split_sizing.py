@@ -13,7 +13,7 @@ from tfrecord_pipelines.components.example_gen.split_sizing import (
     count_rows,
     size_eval_split,
 )
-from tfrecord_pipelines.local.runner import local_beam_args
+from tfrecord_pipelines.local.beam_args import local_beam_args
 
 ROWS = 6_000
 

@@ -154,8 +154,8 @@ def run_convert(args: argparse.Namespace) -> None:
     check_writable(dest)
     from tfrecord_pipelines.components.example_gen.convert import QUARANTINE_DIR, convert
     from tfrecord_pipelines.components.example_gen.split_sizing import describe_sizing
+    from tfrecord_pipelines.local.beam_args import local_beam_args
     from tfrecord_pipelines.local.disk_space import check_disk_full
-    from tfrecord_pipelines.local.runner import local_beam_args
 
     print(f"Converting {args.source} ({source.format}) into {dest} ...", flush=True)
     try:

@@ -14,6 +14,7 @@ from tfx.orchestration.portable import runtime_parameter_utils
 
 from tfrecord_pipelines.definition.config import PipelineConfig
 from tfrecord_pipelines.definition.pipeline import PUSHER_ID, create_pipeline
+from tfrecord_pipelines.local.beam_args import local_beam_args
 from tfrecord_pipelines.local.component_costs import metered_executors, record_costs
 from tfrecord_pipelines.local.interrupted_runs import (
     InterruptedExecution,
@@ -22,20 +23,6 @@ from tfrecord_pipelines.local.interrupted_runs import (
 from tfrecord_pipelines.local.layout import LocalLayout
 from tfrecord_pipelines.local.run_record import open_store
 from tfrecord_pipelines.local.staged_models import settle_staged_models
-
-# One process. The DirectRunner's multi_processing mode (a worker per core)
-# lost 17-26% of the records of a 1 GB conversion here (Beam 2.62), silently
-# for TFX's own components; spread work over cores with a real runner
-# (Flink, Spark, Dataflow) through --beam-arg instead.
-DEFAULT_BEAM_ARGS = ("--direct_running_mode=in_memory",)
-# TFX's Beam executors, given any Beam argument and none of Beam's dependency
-# flags, copy TFX's whole installation to a temporary folder and build an
-# sdist of it for remote workers (dependency_utils.make_beam_dependency_flags):
-# 1.6 s of CPU and 42 MB left in /tmp per Beam component per run. The
-# DirectRunner runs in this process's environment and ignores the image this
-# names; its only effect is that TFX skips the package.
-_NO_TFX_PACKAGE_FOR_DIRECT_RUNNER = "--sdk_container_image=unused:direct-runner-runs-in-process"
-_DIRECT_RUNNERS = (None, "DirectRunner", "direct", "BundleBasedDirectRunner")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,23 +53,6 @@ class _RunnerWithRunId(tfx.orchestration.LocalDagRunner):
             pipeline, {compiler_constants.PIPELINE_RUN_ID_PARAMETER_NAME: self._run_id}
         )
         return super().run_with_ir(pipeline, run_options)
-
-
-def local_beam_args(user_args: Sequence[str] = ()) -> list[str]:
-    """The Beam arguments of a local run or conversion: the defaults, then the user's.
-
-    With the DirectRunner (no --runner, or a direct one), TFX is also told
-    not to package itself for workers that do not exist.
-    """
-    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-
-    args = [*DEFAULT_BEAM_ARGS, *user_args]
-    options = PipelineOptions(args)
-    if options.view_as(StandardOptions).runner in _DIRECT_RUNNERS and not (
-        options.get_all_options().get("sdk_container_image")
-    ):
-        args.append(_NO_TFX_PACKAGE_FOR_DIRECT_RUNNER)
-    return args
 
 
 def new_run_id() -> str:
@@ -123,7 +93,7 @@ def run_locally(
       config: the pipeline's settings; its serving_dir should be ``layout.serving_dir``.
       layout: where the run's artifacts and metadata go.
       beam_pipeline_args: Beam options; DEFAULT_BEAM_ARGS come first, so later
-        ones override them (``local_beam_args``).
+        ones override them (``beam_args.local_beam_args``).
       enable_cache: reuse earlier executions with the same inputs, parameters and code.
       run_id: the pipeline run's id (its ML Metadata context); default: ``new_run_id()``.
       on_recovery: called with what ``recover`` found, before the run starts.
