@@ -42,7 +42,11 @@ def write_csv(folder: Path, rows: int, bad_rows=PLANTED_BAD_ROWS, seed: int = 3)
 
 
 def write_images(folder: Path) -> dict[str, bytes]:
-    """Writes PNGs and JPEGs into class folders, plus one file that is no image.
+    """Writes PNGs and JPEGs into class folders, plus files that are not images.
+
+    Beside the images: ``cats/notes.txt`` (not named like an image: skipped),
+    and hidden files (``.DS_Store``; ``._cats-0.jpg``, as macOS leaves them)
+    that are ignored.
 
     Returns:
       The bytes of each valid image, by file name.
@@ -60,6 +64,8 @@ def write_images(folder: Path) -> dict[str, bytes]:
             (folder / name / file).write_bytes(encoded)
             written[file] = encoded
     (folder / "cats" / "notes.txt").write_text("not an image\n")
+    (folder / "cats" / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")
+    (folder / "dogs" / "._cats-0.jpg").write_bytes(b"\0\5\26\7 AppleDouble")
     return written
 
 
@@ -76,6 +82,8 @@ def read_split(folder: Path) -> list[tf.train.Example]:
 DIGITS = Path(__file__).resolve().parents[1] / "data" / "digits"
 # Files that are no image TensorFlow decodes, planted among the digits, and
 # the reason the quarantine must give for each.
+# A file in a class folder that is not named like an image: skipped, named in summaries.
+STRAY_FILE = "README.txt"
 PLANTED_BAD_IMAGES = {
     "empty.jpg": b"",
     "notes.jpg": b"a text file named like a JPEG\n",
@@ -107,7 +115,8 @@ def write_digit_images(folder: Path, digits=(0, 1, 7), per_class: int = 120) -> 
 
     Each class gets ``per_class`` of its PNGs, the first of them also in four
     other encodings (CMYK JPEG, 16-bit PNG, 24x24 RGBA, 24x24 JPEG); the
-    first class gets the PLANTED_BAD_IMAGES and a truncated JPEG.
+    first class gets the PLANTED_BAD_IMAGES and a truncated JPEG, and a
+    STRAY_FILE and a hidden file that are not images.
 
     Returns:
       The label (class index) of every valid image, by file name.
@@ -129,4 +138,57 @@ def write_digit_images(folder: Path, digits=(0, 1, 7), per_class: int = 120) -> 
         (first / name).write_bytes(content)
     large = (first / next(n for n in labels if n.endswith("large.jpg"))).read_bytes()
     (first / "truncated.jpg").write_bytes(large[: len(large) // 2])
+    (first / STRAY_FILE).write_text("where these digits came from\n")
+    (first / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")
     return labels
+
+
+# A photograph that ships with scikit-learn (in the lock): real JPEG statistics.
+PHOTO = Path(__import__("sklearn").__file__).parent / "datasets" / "images" / "china.jpg"
+
+
+def trainer_decodes(encoded: bytes) -> bool:
+    """Whether the Trainer's decoder (``ImageDecoding.decode``'s call) reads the image."""
+    try:
+        tf.io.decode_image(encoded, channels=3, expand_animations=False)
+        return True
+    except tf.errors.InvalidArgumentError:
+        return False
+
+
+def corrupt_in_the_middle(encoded: bytes, rng: random.Random) -> bytes:
+    """The JPEG with 32 random bytes written over its compressed data's middle 60%.
+
+    Its header and its end marker are left intact: only a decode finds the damage.
+    """
+    at = rng.randint(len(encoded) // 5, len(encoded) * 4 // 5)
+    damaged = bytearray(encoded)
+    damaged[at : at + 32] = bytes(rng.getrandbits(8) for _ in range(32))
+    return bytes(damaged)
+
+
+def write_corrupt_photos(folder: Path, count: int = 40) -> dict[str, bool]:
+    """Writes crops of PHOTO into two class folders, each JPEG damaged in the middle.
+
+    Returns:
+      Whether the Trainer's decoder reads each file, by file name (some it
+      rejects, most it decodes into damaged pixels).
+    """
+    import io
+
+    from PIL import Image
+
+    rng = random.Random(11)
+    photo = Image.open(PHOTO).convert("RGB")
+    decodes = {}
+    for i in range(count):
+        x, y = rng.randint(0, photo.width - 200), rng.randint(0, photo.height - 200)
+        encoded = io.BytesIO()
+        photo.crop((x, y, x + 200, y + 200)).save(encoded, "JPEG", quality=90)
+        damaged = corrupt_in_the_middle(encoded.getvalue(), rng)
+        assert damaged.startswith(b"\xff\xd8\xff") and damaged.endswith(b"\xff\xd9")
+        name = f"photo-{i:02d}.jpg"
+        (folder / f"class{i % 2}").mkdir(parents=True, exist_ok=True)
+        (folder / f"class{i % 2}" / name).write_bytes(damaged)
+        decodes[name] = trainer_decodes(damaged)
+    return decodes

@@ -129,14 +129,15 @@ def test_the_cli_checks_a_bad_folder_without_importing_tensorflow(tmp_path):
     assert "holds no data in a layout this project reads" in result.stderr
 
 
-def test_hidden_entries_are_neither_classes_nor_images(tmp_path):
+def test_hidden_entries_are_ignored_and_files_not_named_like_images_skipped(tmp_path):
     from tfrecord_pipelines.components import image_folder
 
     written = write_images(tmp_path)
     (tmp_path / ".ipynb_checkpoints").mkdir()
     (tmp_path / ".ipynb_checkpoints" / "x.png").write_bytes(b"")
     (tmp_path / "cats" / ".DS_Store").write_bytes(b"\0")
-    listed = image_folder.list_images(str(tmp_path))
-    assert {f.class_name for f in listed} == {"cats", "dogs"}
-    assert {p.rsplit("/", 1)[1] for p in (f.path for f in listed)} == {*written, "notes.txt"}
+    listing = image_folder.list_folder(str(tmp_path))
+    assert {f.class_name for f in listing.files} == {"cats", "dogs"}
+    assert {p.rsplit("/", 1)[1] for p in (f.path for f in listing.files)} == set(written)
+    assert listing.skipped == ["cats/notes.txt"]
     assert image_folder.count_classes(str(tmp_path)) == 2

@@ -5,8 +5,9 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import tensorflow as tf
 
-from example_data import read_split, write_images
+from example_data import read_split, trainer_decodes, write_corrupt_photos, write_images
 from tfrecord_pipelines.components.example_gen.convert import convert
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.local.beam_args import local_beam_args
@@ -56,10 +57,37 @@ def test_images_are_stored_byte_identical_with_label_and_shape(tmp_path):
         assert feature["channels"].int64_list.value[0] == (3 if is_cat else 1)
         assert feature["width"].int64_list.value[0] == 12
         assert feature["height"].int64_list.value[0] == 8 + int(name.split("-")[1][0])
-    assert report["quarantined"] == 1
-    (bad,) = _quarantined(tmp_path / "out")
-    assert bad["content"] == "notes.txt"
-    assert bad["reason"].startswith("not an image")
+    # notes.txt is skipped and named; hidden files are ignored; nothing is bad.
+    assert report["quarantined"] == 0
+    assert report["skipped_files"] == {"count": 1, "first": ["cats/notes.txt"]}
+
+
+def test_a_folder_with_a_stray_file_converts_at_the_default_bad_fraction(tmp_path):
+    # 60 JPEGs and a notes.txt: 1.6% of the files, over the default 1%, once refused.
+    for i in range(60):
+        (tmp_path / "images" / f"c{i % 2}").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "images" / f"c{i % 2}" / f"{i}.jpg").write_bytes(
+            tf.io.encode_jpeg(tf.fill([8, 8, 3], tf.constant(i, tf.uint8))).numpy()
+        )
+    (tmp_path / "images" / "c0" / "notes.txt").write_text("shot on a Tuesday\n")
+    (tmp_path / "images" / "c1" / ".DS_Store").write_bytes(b"\0")
+    report = _convert(tmp_path / "images", tmp_path / "out", "images", max_bad_fraction=0.01)
+    assert (report["records_written"], report["quarantined"]) == (60, 0)
+    assert report["skipped_files"] == {"count": 1, "first": ["c0/notes.txt"]}
+
+
+def test_every_jpeg_the_trainers_decoder_rejects_is_quarantined(tmp_path):
+    # Damaged in the middle, header and end marker intact: only a decode tells.
+    decodes = write_corrupt_photos(tmp_path / "photos")
+    rejected = {name for name, ok in decodes.items() if not ok}
+    assert 0 < len(rejected) < len(decodes)
+    report = _convert(tmp_path / "photos", tmp_path / "out", "images")
+    quarantined = _quarantined(tmp_path / "out")
+    assert {bad["content"] for bad in quarantined} == rejected
+    assert all(bad["reason"].startswith("not an image: ") for bad in quarantined)
+    assert report["records_written"] == len(decodes) - len(rejected)
+    for example in _all_examples(tmp_path / "out"):
+        assert trainer_decodes(example.features.feature["image"].bytes_list.value[0])
 
 
 def test_images_with_a_labels_file(tmp_path):

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from example_data import write_csv, write_digit_images
+from example_data import STRAY_FILE, write_corrupt_photos, write_csv, write_digit_images
 from spark_comparison import (
     SHARDING,
     SPARK_MASTER,
@@ -98,6 +98,18 @@ def test_images_read_by_binary_file_are_converted_as_beam_converts_them(
     assert converted["records_written"] == len(labels)
     assert converted["quarantined"] >= 3
     assert all(r["reason"].startswith("not an image") for r in quarantined(tmp_path / "spark"))
+    assert converted["skipped_files"] == {"count": 1, "first": [f"0/{STRAY_FILE}"]}
+    assert_same_conversion(tmp_path / "beam", tmp_path / "spark")
+
+
+def test_jpegs_damaged_in_the_middle_are_quarantined_on_spark_as_on_beam(spark, tmp_path):
+    decodes = write_corrupt_photos(tmp_path / "photos")
+    rejected = {name for name, ok in decodes.items() if not ok}
+    assert 0 < len(rejected) < len(decodes)
+    convert_with("beam", tmp_path / "photos", tmp_path / "beam", "images")
+    converted = convert_with("spark", tmp_path / "photos", tmp_path / "spark", "images")
+    assert {r["content"] for r in quarantined(tmp_path / "spark")} == rejected
+    assert converted["records_written"] == len(decodes) - len(rejected)
     assert_same_conversion(tmp_path / "beam", tmp_path / "spark")
 
 

@@ -10,7 +10,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 
 from conftest import run_cli, run_summary
-from example_data import PLANTED_BAD_IMAGES, write_digit_images
+from example_data import PLANTED_BAD_IMAGES, STRAY_FILE, write_digit_images
 from report_browser import load_report
 from tfrecord_pipelines.components.task import transformed_name
 from tfrecord_pipelines.components.trainer import make_dataset
@@ -72,6 +72,11 @@ def test_image_model_is_blessed_and_pushed(digits_run):
     assert summary.metrics["sparse_categorical_accuracy"] >= MIN_ACCURACY
     # Odd encodings (CMYK JPEG, 16-bit PNG, RGBA, larger sizes) all decoded in training.
     assert "did not decode" not in result.stderr
+    # The stray file was neither quarantined nor the reason for a refusal: named, left out.
+    assert summary.skipped_files == (1, [f"0/{STRAY_FILE}"])
+    assert f"skipped:       1 file not named like an image, left out: 0/{STRAY_FILE}" in (
+        result.stdout
+    )
 
 
 def test_bad_files_are_quarantined_through_run(digits_run):

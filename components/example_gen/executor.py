@@ -18,6 +18,8 @@ from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils, proto_utils
 
+from tfrecord_pipelines.components import image_folder
+from tfrecord_pipelines.components.data_source import IMAGES
 from tfrecord_pipelines.components.example_gen import keys, statistics
 from tfrecord_pipelines.components.example_gen.beam.shards import (
     SpillRecords,
@@ -338,6 +340,9 @@ class Executor(BaseExampleGenExecutor):
         }
         if sizing:
             report["split_sizing"] = sizing.to_json()
+        if exec_properties[keys.SOURCE_FORMAT_KEY] == IMAGES:
+            skipped = image_folder.list_folder(exec_properties["input_base"]).skipped
+            report["skipped_files"] = {"count": len(skipped), "first": skipped[:100]}
         # Written whole or not at all: a plan is the mark of a complete conversion.
         plan_path = os.path.join(examples.uri, keys.SHARD_PLAN_FILE)
         with tf.io.gfile.GFile(plan_path + ".partial", "w") as f:

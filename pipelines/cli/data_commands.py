@@ -154,6 +154,7 @@ def run_convert(args: argparse.Namespace) -> None:
     check_writable(dest)
     from tfrecord_pipelines.components.example_gen.convert import QUARANTINE_DIR, convert
     from tfrecord_pipelines.components.example_gen.split_sizing import describe_sizing
+    from tfrecord_pipelines.components.image_folder import describe_skipped
     from tfrecord_pipelines.local.beam_args import local_beam_args
     from tfrecord_pipelines.local.disk_space import check_disk_full
 
@@ -186,6 +187,9 @@ def run_convert(args: argparse.Namespace) -> None:
         f"Read {report['records_read']:,} records: wrote {report['records_written']:,}, "
         f"quarantined {report['quarantined']:,} ({os.path.join(dest, QUARANTINE_DIR)})."
     )
+    if report.get("skipped_files", {}).get("count"):
+        skipped = report["skipped_files"]
+        print(f"  Skipped {describe_skipped(skipped['count'], skipped['first'])}.")
     if "split_sizing" in report:
         print(f"  Splits sized to the data: {describe_sizing(report['split_sizing'])}")
     for name, split in report["splits"].items():

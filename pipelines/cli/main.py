@@ -203,6 +203,10 @@ def _print_summary(
         print(f"  trained on:    {_coverage(summary.training)}")
     print(f"  TensorBoard:   tensorboard --logdir {summary.model_run}")
     print(f"  quarantined:   {summary.quarantined:,} input records ({summary.quarantine})")
+    if summary.skipped_files[0]:
+        from tfrecord_pipelines.components.image_folder import describe_skipped
+
+        print(f"  skipped:       {describe_skipped(*summary.skipped_files)}")
     if summary.costs:
         print("  cost:          " + "\n                 ".join(_cost_lines(summary.costs)))
     print(f"  artifacts:     {layout.pipeline_root}")

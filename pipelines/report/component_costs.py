@@ -53,12 +53,19 @@ class ComponentCost:
         return self.records / self.wall_seconds
 
 
-def _split_records(run: dict[str, NodeExecution]) -> tuple[int | None, dict[str, int]]:
+def example_gen_shard_plan(run: dict[str, NodeExecution]) -> dict:
+    """The run's ShardedExampleGen shard plan, as its examples artifact records it ({} if none)."""
     node = run.get(EXAMPLE_GEN_ID)
     examples = node.output("examples") if node else None
     if examples is None or "shard_plan" not in examples.custom_properties:
+        return {}
+    return json.loads(examples.custom_properties["shard_plan"].string_value)
+
+
+def _split_records(run: dict[str, NodeExecution]) -> tuple[int | None, dict[str, int]]:
+    plan = example_gen_shard_plan(run)
+    if not plan:
         return None, {}
-    plan = json.loads(examples.custom_properties["shard_plan"].string_value)
     return plan["records_read"], {name: s["records"] for name, s in plan["splits"].items()}
 
 

@@ -18,7 +18,11 @@ from tfrecord_pipelines.definition.pipeline import (
     TRAINER_ID,
 )
 from tfrecord_pipelines.local.run_record import NodeExecution, read_run
-from tfrecord_pipelines.report.component_costs import ComponentCost, component_costs
+from tfrecord_pipelines.report.component_costs import (
+    ComponentCost,
+    component_costs,
+    example_gen_shard_plan,
+)
 from tfrecord_pipelines.report.evaluation import candidate_values, overall_metric_values
 from tfrecord_pipelines.report.intervals import metric_intervals
 
@@ -45,6 +49,8 @@ class RunSummary:
         backup of an interrupted execution (0: it trained from the start).
       quarantined: input records ExampleGen could not convert.
       quarantine: the folder of their JSON lines.
+      skipped_files: an image folder's files left out as not named like
+        images: how many, and the first of them (``image_folder.describe_skipped``).
       pushed_earlier: the push was an earlier run's, reused with the Pusher.
       reused: the components whose earlier outputs were reused (CACHED).
       executed: the components that ran (not counting the baseline's Resolver).
@@ -63,6 +69,7 @@ class RunSummary:
     resumed_steps: int
     quarantined: int
     quarantine: str
+    skipped_files: tuple[int, list[str]]
     pushed_earlier: bool
     reused: tuple[str, ...]
     executed: tuple[str, ...]
@@ -93,7 +100,9 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
     pusher = pusher_execution.output("pushed_model")
     evaluator = _node(run, EVALUATOR_ID)
     trainer = _node(run, TRAINER_ID)
-    quarantine = _node(run, EXAMPLE_GEN_ID).output("quarantine")
+    example_gen = _node(run, EXAMPLE_GEN_ID)
+    quarantine = example_gen.output("quarantine")
+    skipped = example_gen_shard_plan(run).get("skipped_files", {})
     evaluation = evaluator.output("evaluation")
     model_run = trainer.output("model_run")
     was_pushed = pusher.custom_properties["pushed"].int_value == 1
@@ -115,6 +124,7 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         resumed_steps=resumed_steps(model_run.uri),
         quarantined=quarantine.custom_properties["count"].int_value,
         quarantine=quarantine.uri,
+        skipped_files=(skipped.get("count", 0), skipped.get("first", [])),
         pushed_earlier=pusher_execution.state == "cached",
         reused=tuple(n for n, e in run.items() if e.state == "cached"),
         executed=tuple(
