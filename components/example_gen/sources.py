@@ -63,12 +63,17 @@ class SourcePlan:
       converter: the engine-neutral converter of the format's units (CSV
         blocks, Parquet row groups, batches of images).
       block_bytes: CSV: bytes per block.
+      input_base, pattern: where ``files`` were listed from, so that an
+        engine can list them where it runs (``list_input_files``) instead
+        of carrying a list of every image in its job's description.
     """
 
     source_format: str
     files: list
     converter: BlockConverter | RowGroupConverter | ImageConverter
     block_bytes: int
+    input_base: str
+    pattern: str
 
 
 def list_input_files(source_format: str, input_base: str, pattern: str) -> list:
@@ -109,10 +114,10 @@ def plan_source(
         converter = image_source.ImageConverter(
             options.label_key or image_folder.DEFAULT_LABEL_KEY, assigner
         )
-        return SourcePlan(source_format, files, converter, options.block_bytes)
+        return SourcePlan(source_format, files, converter, options.block_bytes, input_base, pattern)
     if source_format == PARQUET:
         converter = parquet_source.RowGroupConverter(required, assigner)
-        return SourcePlan(source_format, files, converter, options.block_bytes)
+        return SourcePlan(source_format, files, converter, options.block_bytes, input_base, pattern)
     header = data_source.read_header(files, options.encoding)
     if options.label_key and options.label_key not in header:
         raise ValueError(
@@ -122,4 +127,4 @@ def plan_source(
     types = csv_types.infer_column_types(files, header, options.schema, options.encoding)
     layout = csv_blocks.CsvLayout(header=tuple(header), encoding=options.encoding)
     converter = csv_source.BlockConverter(layout, types, required, assigner)
-    return SourcePlan(source_format, files, converter, options.block_bytes)
+    return SourcePlan(source_format, files, converter, options.block_bytes, input_base, pattern)

@@ -19,7 +19,7 @@ from tfrecord_pipelines.components.data_source import IMAGES, PARQUET
 from tfrecord_pipelines.components.example_gen.csv_blocks import plan_blocks
 from tfrecord_pipelines.components.example_gen.parquet_source import plan_row_groups
 from tfrecord_pipelines.components.example_gen.quarantine import QUARANTINE_TAG, QuarantineRecord
-from tfrecord_pipelines.components.example_gen.sources import SourcePlan
+from tfrecord_pipelines.components.example_gen.sources import SourcePlan, list_input_files
 
 
 def tag_quarantine(outputs: Iterable):
@@ -61,7 +61,13 @@ def ReadSource(pipeline: beam.Pipeline, plan: SourcePlan):  # noqa: N802 - Beam 
     ``quarantine`` QuarantineRecords. Tabular files are cut into units (CSV
     blocks, row groups) by the workers; images are read in batches.
     """
-    files = pipeline | "ListFiles" >> beam.Create(plan.files)
+    # Listed again in the pipeline: a Create of 50,000 images' paths is pickled
+    # and compressed into the job's description many times (0.13 ms of CPU per image).
+    files = (
+        pipeline
+        | "Input" >> beam.Create([(plan.source_format, plan.input_base, plan.pattern)])
+        | "ListFiles" >> beam.FlatMapTuple(list_input_files)
+    )
     quarantines = []
     if plan.source_format == IMAGES:
         units = (

@@ -45,7 +45,11 @@ KILL_EXECUTOR_ENV = "TFRECORD_PIPELINES_SPARK_KILL_EXECUTOR_IN_PARTITION"
 # Images per Arrow batch: a batch of images is held in memory twice (Arrow, Python).
 _IMAGES_PER_BATCH = 64
 _IMAGE_OPEN_COST = 64 * 1024
-_IMAGE_PARTITION_BYTES = 32 * 1024 * 1024
+# Large tasks: PySpark's worker pays about 80 ms per task before any image
+# (importlib.invalidate_caches re-reads the zips and jars on its path), so
+# 50,000 images in 32 MB tasks spent a third of their CPU there. Small
+# folders still get _TASKS_PER_CORE tasks per core (minPartitionNum).
+_IMAGE_PARTITION_BYTES = 128 * 1024 * 1024
 # Tasks per core: enough that a slow or retried task leaves the others work.
 _TASKS_PER_CORE = 4
 _RESULT = pa.schema(
@@ -180,14 +184,19 @@ def _convert_units(unit_type, converter, spill_dir: str, staging_dir: str):
     return convert
 
 
-def _convert_images(files_by_path: dict, converter, spill_dir: str, staging_dir: str):
-    """Returns the mapInArrow function converting batches of (path, content) from binaryFile."""
+def _convert_images(files_by_path, converter, spill_dir: str, staging_dir: str):
+    """Returns the mapInArrow function converting batches of (path, content) from binaryFile.
+
+    ``files_by_path``: a Spark broadcast of path → LabelledFile, unpickled once
+    per Python worker, not with every task's function.
+    """
 
     def convert(batches):
         task = _Task(converter, spill_dir, staging_dir)
+        labelled = files_by_path.value
         for batch in batches:
             paths = [file_path(uri) for uri in batch.column("path").to_pylist()]
-            items = [files_by_path[path] for path in paths]
+            items = [labelled[path] for path in paths]
             task.seen.extend(paths)
             task.take(converter.convert_read(items, batch.column("content").to_pylist()))
         yield task.result()
@@ -257,7 +266,11 @@ def _convert_image_files(spark, plan: SourcePlan, spill_dir: str, staging_dir: s
         "spark.sql.files.maxPartitionBytes": str(_IMAGE_PARTITION_BYTES),
         # The driver lists the paths itself: a Spark job with a task per path costs more.
         "spark.sql.sources.parallelPartitionDiscovery.threshold": str(len(files_by_path) + 1),
+        "spark.sql.files.minPartitionNum": str(
+            spark.sparkContext.defaultParallelism * _TASKS_PER_CORE
+        ),
     }
+    broadcast = spark.sparkContext.broadcast(files_by_path)
     with _sql_conf(spark, settings):
         frame = (
             spark.read.format("binaryFile")
@@ -266,8 +279,11 @@ def _convert_image_files(spark, plan: SourcePlan, spill_dir: str, staging_dir: s
             .load(list(files_by_path))
             .select("path", "content")
         )
-        function = _convert_images(files_by_path, plan.converter, spill_dir, staging_dir)
-        converted = _collect(frame.mapInArrow(function, _RESULT_SCHEMA).collect())
+        function = _convert_images(broadcast, plan.converter, spill_dir, staging_dir)
+        try:
+            converted = _collect(frame.mapInArrow(function, _RESULT_SCHEMA).collect())
+        finally:
+            broadcast.destroy()
     left_out = [item for item in plan.files if file_path(item.path) not in converted.seen]
     if not left_out:
         return converted
