@@ -17,6 +17,7 @@ import apache_beam as beam
 
 from tfrecord_pipelines.components.data_source import IMAGES, PARQUET
 from tfrecord_pipelines.components.example_gen.csv_blocks import plan_blocks
+from tfrecord_pipelines.components.example_gen.image_source import CHECK_BATCH
 from tfrecord_pipelines.components.example_gen.parquet_source import plan_row_groups
 from tfrecord_pipelines.components.example_gen.quarantine import QUARANTINE_TAG, QuarantineRecord
 from tfrecord_pipelines.components.example_gen.sources import SourcePlan, list_input_files
@@ -73,7 +74,8 @@ def ReadSource(pipeline: beam.Pipeline, plan: SourcePlan):  # noqa: N802 - Beam 
         units = (
             files
             | "Distribute" >> beam.Reshuffle()
-            | "Batch" >> beam.BatchElements(min_batch_size=8, max_batch_size=256)
+            # The converter reads and checks CHECK_BATCH at a time, overlapping them.
+            | "Batch" >> beam.BatchElements(min_batch_size=8, max_batch_size=8 * CHECK_BATCH)
         )
     else:
         planned = files | "PlanUnits" >> beam.FlatMap(

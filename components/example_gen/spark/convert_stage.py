@@ -194,11 +194,15 @@ def _convert_images(files_by_path, converter, spill_dir: str, staging_dir: str):
     def convert(batches):
         task = _Task(converter, spill_dir, staging_dir)
         labelled = files_by_path.value
-        for batch in batches:
-            paths = [file_path(uri) for uri in batch.column("path").to_pylist()]
-            items = [labelled[path] for path in paths]
-            task.seen.extend(paths)
-            task.take(converter.convert_read(items, batch.column("content").to_pylist()))
+
+        def read_batches():
+            for batch in batches:
+                paths = [file_path(uri) for uri in batch.column("path").to_pylist()]
+                task.seen.extend(paths)
+                yield [labelled[path] for path in paths], batch.column("content").to_pylist()
+
+        for outputs in converter.convert_stream(read_batches()):
+            task.take(outputs)
         yield task.result()
 
     return convert
