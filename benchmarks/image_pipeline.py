@@ -12,8 +12,9 @@ nine classes, about 18 KiB each), then in one run measures:
    - ``convert`` on Beam (the default engine) and on Spark ``local[2]``;
    CPU is user + sys of the whole process tree (Spark's JVM and Python
    workers included).
-2. ``run`` on the folder with its defaults (the training length is
-   ``run``'s default: at least one epoch and at least 1,000 steps): each
+2. ``run`` on the folder with its defaults but the training length,
+   ``--epochs`` (default 1: on this machine's CPU the default 1,000 steps
+   of 224x224 images take over 20 minutes): each
    component's wall and CPU seconds, images/s of ingest, of the Trainer's
    input alone (``make_dataset`` over the shards, decoding as the Trainer
    does, no model) and of training; the last epoch's input stall.
@@ -132,6 +133,19 @@ def _child(how: str, folder: str, dest: str) -> None:
     from tfrecord_pipelines.components.example_gen.image_source import image_shapes
 
     image_shapes([])
+    if how == "spark":
+        from tfrecord_pipelines.components.example_gen.spark.session import spark_session
+
+        # Measured while the session lives: its Python workers' CPU is lost
+        # once the JVM stops them. convert() runs in this session.
+        with spark_session("local[2]"):
+            result = _timed(how, folder, dest)
+    else:
+        result = _timed(how, folder, dest)
+    print(json.dumps(result))
+
+
+def _timed(how: str, folder: str, dest: str) -> dict:
     started, cpu = time.monotonic(), _tree_cpu()
     if how == "check":
         images = _check_alone(folder)
@@ -139,11 +153,7 @@ def _child(how: str, folder: str, dest: str) -> None:
         images = _plain_loop(folder, dest)
     else:
         images = _convert(folder, dest, how)
-    print(
-        json.dumps(
-            {"images": images, "seconds": time.monotonic() - started, "cpu": _tree_cpu() - cpu}
-        )
-    )
+    return {"images": images, "seconds": time.monotonic() - started, "cpu": _tree_cpu() - cpu}
 
 
 # --- the parent --------------------------------------------------------------------------
@@ -242,12 +252,16 @@ def _input_rate(output: str) -> tuple[float, float]:
 
     from tfrecord_pipelines.components.trainer import make_dataset
     from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
+    from tfrecord_pipelines.components.trainer.image_sizing import sample_images
 
     (split,) = glob.glob(
         f"{output}/pipeline_root/{PIPELINE_NAME}/ShardedExampleGen/examples/*/Split-train"
     )
     spec = {"image": tf.io.FixedLenFeature([1], tf.string)}
-    decoding = ImageDecoding("image")
+    # The side the Trainer chose for these images (the median side, at most 224).
+    decoding = ImageDecoding(
+        "image", size=sample_images(os.path.join(split, "*"), "image").auto_size
+    )
     dataset = make_dataset(
         os.path.join(split, "*"), spec, 64, training=False, num_epochs=1, image=decoding,
         device=None,
@@ -256,6 +270,7 @@ def _input_rate(output: str) -> tuple[float, float]:
     images = int(dataset.reduce(tf.constant(0, tf.int64), lambda n, b: n + tf.shape(
         b["image"], out_type=tf.int64)[0]))  # fmt: skip
     seconds = time.monotonic() - started
+    print(f"the Trainer's input alone ({decoding.size}x{decoding.size}): ", end="")
     return images / seconds, 1000 * (time.process_time() - cpu) / images
 
 
@@ -348,6 +363,9 @@ def main() -> None:
     parser.add_argument("--work", default="output/bench-image-pipeline")
     parser.add_argument("--images", type=int, default=50_000, help="photo-like JPEGs")
     parser.add_argument("--small", type=int, default=5_000, help="the small folder's images")
+    parser.add_argument(
+        "--epochs", default="1", help="run's --epochs: the training length (default 1 epoch)"
+    )
     parser.add_argument("--race-epochs", type=int, default=2)
     parser.add_argument("--skip", action="append", default=[],
                         choices=["ingest", "run", "data-service", "race"])  # fmt: skip
@@ -378,16 +396,18 @@ def main() -> None:
     output = os.path.join(work, "run")
     if "run" not in args.skip:
         shutil.rmtree(output, ignore_errors=True)
-        print("\n2. run with its defaults", flush=True)
-        seconds, cpu, summary = _run(folder, output, [])
+        print(f"\n2. run with its defaults, --epochs {args.epochs}", flush=True)
+        seconds, cpu, summary = _run(folder, output, ["--epochs", args.epochs])
         _print_run("run", seconds, cpu, summary)
         rate, cpu_ms = _input_rate(output)
-        print(f"the Trainer's input alone: {rate:,.0f} images/s, {cpu_ms:.2f} CPU ms per image")
+        print(f"{rate:,.0f} images/s, {cpu_ms:.2f} CPU ms per image")
     if "data-service" not in args.skip:
         servers, address = _data_service(work)
         try:
             print(f"\n3. run --data-service {address} (one worker on this machine)", flush=True)
-            seconds, cpu, summary = _run(folder, output, ["--data-service", address])
+            seconds, cpu, summary = _run(
+                folder, output, ["--epochs", args.epochs, "--data-service", address]
+            )
             _print_run("run --data-service", seconds, cpu, summary)
         finally:
             for server in servers:
