@@ -18,7 +18,6 @@ from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils, proto_utils
 
-from tfrecord_pipelines.components import image_folder
 from tfrecord_pipelines.components.data_source import IMAGES
 from tfrecord_pipelines.components.example_gen import keys, statistics
 from tfrecord_pipelines.components.example_gen.beam.shards import (
@@ -129,6 +128,7 @@ def _source_plans(exec_properties: dict[str, Any], input_config, output_config) 
 
 def _read_spilled_splits(
     pipeline,
+    plans: list,
     exec_properties: dict[str, Any],
     output_config,
     input_config,
@@ -141,7 +141,7 @@ def _read_spilled_splits(
     described by TFDV on the way (``statistics``).
     """
     batches, quarantines = [], []
-    for number, plan in enumerate(_source_plans(exec_properties, input_config, output_config)):
+    for number, plan in enumerate(plans):
         outputs = pipeline | f"Read[Input{number}]" >> ReadSource(plan)
         batches.append(outputs["examples"])
         quarantines.append(outputs[QUARANTINE_TAG])
@@ -187,12 +187,12 @@ def _describe_shards(pipeline, split_dirs: dict[str, str], paths: dict[str, str]
         )
 
 
-def _convert_with_spark(exec_properties, input_config, output_config, **outputs) -> None:
+def _convert_with_spark(plans: list, exec_properties, **outputs) -> None:
     """Converts on Spark; ``outputs`` as ``spark.engine.convert_with_spark`` takes them."""
     from tfrecord_pipelines.components.example_gen.spark.engine import convert_with_spark
 
     convert_with_spark(
-        _source_plans(exec_properties, input_config, output_config),
+        plans,
         master=exec_properties.get(keys.SPARK_MASTER_KEY) or DEFAULT_MASTER,
         conf=json.loads(exec_properties.get(keys.SPARK_CONF_KEY) or "{}"),
         **outputs,
@@ -285,12 +285,12 @@ class Executor(BaseExampleGenExecutor):
         logging.info("Converting %s into sharded TFRecords.", exec_properties["input_base"])
         split_dirs = {name: artifact_utils.get_split_uri([examples], name) for name in split_names}
         statistics_paths = _statistics_paths(output_dict, examples, split_names)
+        plans = _source_plans(exec_properties, input_config, output_config)
         on_spark = (exec_properties.get(keys.ENGINE_KEY) or keys.BEAM) == keys.SPARK
         if on_spark:
             _convert_with_spark(
+                plans,
                 exec_properties,
-                input_config,
-                output_config,
                 split_dirs=split_dirs,
                 outcome_paths=outcome_paths,
                 quarantine_uri=quarantine.uri,
@@ -302,6 +302,7 @@ class Executor(BaseExampleGenExecutor):
             with self._make_beam_pipeline() as pipeline:
                 splits = _read_spilled_splits(
                     pipeline,
+                    plans,
                     exec_properties,
                     output_config,
                     input_config,
@@ -341,7 +342,7 @@ class Executor(BaseExampleGenExecutor):
         if sizing:
             report["split_sizing"] = sizing.to_json()
         if exec_properties[keys.SOURCE_FORMAT_KEY] == IMAGES:
-            skipped = image_folder.list_folder(exec_properties["input_base"]).skipped
+            skipped = [path for plan in plans for path in plan.skipped]
             report["skipped_files"] = {"count": len(skipped), "first": skipped[:100]}
         # Written whole or not at all: a plan is the mark of a complete conversion.
         plan_path = os.path.join(examples.uri, keys.SHARD_PLAN_FILE)

@@ -122,8 +122,8 @@ class ImageConverter:
     """Converts batches of image files into ``SplitRecords`` and QuarantineRecords.
 
     Engine-neutral, as ``csv_source.BlockConverter``: ``setup`` once, then
-    ``convert`` per batch of files, or ``convert_read`` per batch of files
-    whose bytes the engine has read (Spark's ``binaryFile`` source).
+    ``convert`` per batch of files, or ``convert_stream`` over batches of
+    files whose bytes the engine has read (Spark's ``binaryFile`` source).
     """
 
     def __init__(self, label_key: str, assigner: SplitAssigner):
@@ -180,13 +180,6 @@ class ImageConverter:
                 pending = (items, contents, checked)
             if pending is not None:
                 yield list(self._records(*pending))
-
-    def convert_read(
-        self, items: list[LabelledFile], contents: list[bytes]
-    ) -> Iterator[SplitRecords | QuarantineRecord]:
-        """Yields the records of files already read, by split, and the bad files."""
-        (outputs,) = self.convert_stream([(items, contents)])
-        yield from outputs
 
     def _records(
         self, items: list[LabelledFile], contents: list[bytes], checked: concurrent.futures.Future

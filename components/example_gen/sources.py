@@ -66,6 +66,8 @@ class SourcePlan:
       input_base, pattern: where ``files`` were listed from, so that an
         engine can list them where it runs (``list_input_files``) instead
         of carrying a list of every image in its job's description.
+      skipped: images: the class folders' files not named like images
+        (``image_folder.ImageListing.skipped``), for the summary.
     """
 
     source_format: str
@@ -74,6 +76,7 @@ class SourcePlan:
     block_bytes: int
     input_base: str
     pattern: str
+    skipped: tuple[str, ...] = ()
 
 
 def list_input_files(source_format: str, input_base: str, pattern: str) -> list:
@@ -104,8 +107,9 @@ def plan_source(
       ValueError: if the input is missing or empty, or the label column is not in it.
     """
     required = [name for name in (options.label_key, assigner.key) if name]
-    files = list_input_files(source_format, input_base, pattern)
     if source_format == IMAGES:
+        listing = image_folder.list_folder(input_base)
+        files = image_source.mixed_order(listing.files)
         if assigner.key:
             raise ValueError(
                 f"Splitting on a key column ({assigner.key!r}) is for tabular data; "
@@ -114,7 +118,16 @@ def plan_source(
         converter = image_source.ImageConverter(
             options.label_key or image_folder.DEFAULT_LABEL_KEY, assigner
         )
-        return SourcePlan(source_format, files, converter, options.block_bytes, input_base, pattern)
+        return SourcePlan(
+            source_format,
+            files,
+            converter,
+            options.block_bytes,
+            input_base,
+            pattern,
+            tuple(listing.skipped),
+        )
+    files = list_input_files(source_format, input_base, pattern)
     if source_format == PARQUET:
         converter = parquet_source.RowGroupConverter(required, assigner)
         return SourcePlan(source_format, files, converter, options.block_bytes, input_base, pattern)
