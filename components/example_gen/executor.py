@@ -157,7 +157,9 @@ def _read_spilled_splits(
     )
     names = utils.generate_output_split_names(input_config, output_config)
     by_split = lambda element, n: names.index(element.split)  # noqa: E731
-    converted = batches | "FlattenBatches" >> beam.Flatten()
+    # One input needs no Flatten, which the local runner would answer by pickling
+    # every batch of records on its way to the spill.
+    converted = batches[0] if len(batches) == 1 else batches | "FlattenBatches" >> beam.Flatten()
     if statistics_paths:
         options = statistics.stats_options(exec_properties[keys.SOURCE_FORMAT_KEY])
         columns = converted | "ColumnsBySplit" >> beam.Partition(by_split, len(names))

@@ -148,11 +148,17 @@ def merge_pieces(pieces: Iterable[tuple[str, int]], path: str, *, remove: bool) 
     """Joins pieces, byte for byte and in path order, into ``path``; returns the records.
 
     ``remove`` deletes each piece once copied (an engine that may retry the
-    merge keeps them; ``finalize_split`` removes what is left).
+    merge keeps them; ``finalize_split`` removes what is left); a shard of
+    one piece is then that piece, renamed.
     """
+    pieces = sorted(pieces)
+    if remove and len(pieces) == 1:
+        ((piece, count),) = pieces
+        tf.io.gfile.rename(piece, path, overwrite=True)
+        return count
     count = 0
     with tf.io.gfile.GFile(path, "wb") as shard:
-        for piece, piece_count in sorted(pieces):
+        for piece, piece_count in pieces:
             with tf.io.gfile.GFile(piece, "rb") as f:
                 while chunk := f.read(_COPY_BYTES):
                     shard.write(chunk)

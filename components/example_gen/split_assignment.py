@@ -70,7 +70,9 @@ class SplitAssigner:
         """Returns each row's split index, given the rows' hashed values (records or keys)."""
         values = np.empty(len(hashed), dtype=object)
         values[:] = hashed
-        buckets = hash_array(values) % np.uint64(sum(self.hash_buckets))
+        # categorize=False: the same hashes, without first finding the unique
+        # values (a second hash of every record, all of them distinct).
+        buckets = hash_array(values, categorize=False) % np.uint64(sum(self.hash_buckets))
         bounds = np.cumsum(self.hash_buckets)
         return np.searchsorted(bounds, buckets.astype(np.int64), side="right")
 
