@@ -19,6 +19,11 @@ def is_remote(path: str) -> bool:
     return "://" in path
 
 
+def absolute(path: str) -> str:
+    """Returns a local path made absolute; a URI unchanged."""
+    return path if is_remote(path) else os.path.abspath(path)
+
+
 def _gfile():
     import tensorflow as tf
 

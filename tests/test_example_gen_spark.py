@@ -87,11 +87,9 @@ def test_parquet_with_bad_rows_and_an_unreadable_file_is_converted_as_beam_conve
     assert_same_conversion(tmp_path / "beam", tmp_path / "spark")
 
 
-def test_images_read_by_binary_file_are_converted_as_beam_converts_them(
-    spark, tmp_path, monkeypatch
-):
+def test_images_are_converted_as_beam_converts_them(spark, tmp_path, monkeypatch):
     labels = write_digit_images(tmp_path / "images", per_class=60)
-    # A relative folder (Spark names the files by absolute URI), as the user gave it.
+    # A relative folder, as the user gave it: the executors' working directory is not this one.
     monkeypatch.chdir(tmp_path)
     convert_with("beam", Path("images"), tmp_path / "beam", "images")
     converted = convert_with("spark", Path("images"), tmp_path / "spark", "images")

@@ -11,19 +11,24 @@ decoder's reason instead of stopping training.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import os
 import re
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
+import numpy as np
 import pyarrow as pa
 import tensorflow as tf
 
 from tfrecord_pipelines.components import filesystem
-from tfrecord_pipelines.components.example_gen.features import ColumnType, feature, serialize
+from tfrecord_pipelines.components.example_gen.features import ColumnType
 from tfrecord_pipelines.components.example_gen.quarantine import QuarantineRecord
-from tfrecord_pipelines.components.example_gen.record_encoding import FEATURE_TYPES
+from tfrecord_pipelines.components.example_gen.record_encoding import (
+    FEATURE_TYPES,
+    ExampleEncoder,
+)
 from tfrecord_pipelines.components.example_gen.split_assignment import (
     SplitAssigner,
     SplitRecords,
@@ -49,6 +54,8 @@ _JPEG_CHECK_RATIO = 8
 # Images read and checked at a time: one tf.data call's worth (its cost per
 # call vanishes at this size) and, two batches in flight, what a worker holds.
 CHECK_BATCH = 256
+# Batches read and checked at once, ahead of the one becoming records.
+_IN_FLIGHT = 2
 # Appended to every batch's results so that a batch of only bad images still
 # gives a (non-empty) batch to read.
 _NO_IMAGE = (tf.constant([-1]), tf.zeros([1, 3], tf.int32))
@@ -122,8 +129,7 @@ class ImageConverter:
     """Converts batches of image files into ``SplitRecords`` and QuarantineRecords.
 
     Engine-neutral, as ``csv_source.BlockConverter``: ``setup`` once, then
-    ``convert`` per batch of files, or ``convert_stream`` over batches of
-    files whose bytes the engine has read (Spark's ``binaryFile`` source).
+    ``convert`` per batch of files (a Beam element, a Spark task's files).
     """
 
     def __init__(self, label_key: str, assigner: SplitAssigner):
@@ -140,83 +146,117 @@ class ImageConverter:
         }
 
     def setup(self) -> None:
-        """Nothing to build: TensorFlow's decoders need no state."""
+        """Builds the encoder (not picklable, so made where it runs)."""
+        self._encoder = ExampleEncoder()
 
     def convert(self, items: list[LabelledFile]) -> Iterator[SplitRecords | QuarantineRecord]:
-        """Reads the files CHECK_BATCH at a time; yields their records by split, and bad files."""
-        unreadable_files = []
+        """Yields the files' records by split, and their bad files."""
+        queue = self.queue()
+        queue.add(items)
+        yield from queue.drain()
 
-        def read_batches():
-            for start in range(0, len(items), CHECK_BATCH):
-                readable, contents = [], []
-                for item in items[start : start + CHECK_BATCH]:
-                    try:
-                        with filesystem.open_binary(item.path) as f:
-                            contents.append(f.read())
-                        readable.append(item)
-                    except (tf.errors.NotFoundError, OSError) as e:
-                        unreadable_files.append(unreadable(item, e))
-                yield readable, contents
-
-        for outputs in self.convert_stream(read_batches()):
-            yield from outputs
-        yield from unreadable_files
-
-    def convert_stream(
-        self, batches: Iterable[tuple[list[LabelledFile], list[bytes]]]
-    ) -> Iterator[list[SplitRecords | QuarantineRecord]]:
-        """Converts batches of files already read; yields each batch's outputs as a list.
-
-        A batch is checked on a thread while the batch before it is turned
-        into records and handed on: the check runs in TensorFlow, outside
-        Python's lock, so it and the Python work use two cores.
-        """
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as checker:
-            pending = None
-            for items, contents in batches:
-                checked = checker.submit(image_shapes, contents)
-                if pending is not None:
-                    yield list(self._records(*pending))
-                pending = (items, contents, checked)
-            if pending is not None:
-                yield list(self._records(*pending))
+    def queue(self) -> ConversionQueue:
+        """Returns a queue that converts files added over time (a Beam bundle's elements)."""
+        return ConversionQueue(self._records)
 
     def _records(
-        self, items: list[LabelledFile], contents: list[bytes], checked: concurrent.futures.Future
+        self,
+        items: list[LabelledFile],
+        contents: list[bytes],
+        shapes: list[tuple[int, int, int] | Exception],
+        unreadable_files: list[QuarantineRecord],
     ) -> Iterator[SplitRecords | QuarantineRecord]:
+        yield from unreadable_files
         rows = []
-        for item, encoded, shape in zip(items, contents, checked.result(), strict=True):
+        for item, encoded, shape in zip(items, contents, shapes, strict=True):
             if isinstance(shape, Exception):
                 yield _bad(item, f"not an image: {decode_error(shape)}")
-            else:
-                height, width, channels = shape
-                rows.append(
-                    {
-                        IMAGE_KEY: encoded,
-                        self._label_key: item.label,
-                        CLASS_NAME_KEY: item.class_name,
-                        HEIGHT_KEY: height,
-                        WIDTH_KEY: width,
-                        CHANNELS_KEY: channels,
-                        FILENAME_KEY: os.path.basename(item.path),
-                    }
-                )
-        records = [
-            serialize({name: feature(self._types[name], [value]) for name, value in row.items()})
-            for row in rows
-        ]
-        yield from self._assigner.assign(records, columns=self._columns(rows))
+                continue
+            rows.append(
+                (encoded, item.label, item.class_name.encode(), *shape,
+                 os.path.basename(item.path).encode())
+            )  # fmt: skip
+        columns = self._columns(rows)
+        yield from self._assigner.assign(self._encoder.encode(columns), columns=columns)
 
-    def _columns(self, rows: list[dict]) -> pa.RecordBatch:
+    def _columns(self, rows: list[tuple]) -> pa.RecordBatch:
         """The records' features as list columns of one value each, for statistics."""
+        offsets = pa.array(np.arange(len(rows) + 1, dtype=np.int64))
+        columns = zip(*rows, strict=True) if rows else ([] for _ in self._types)
         arrays = [
-            pa.array(
-                [[row[name].encode() if isinstance(row[name], str) else row[name]] for row in rows],
-                FEATURE_TYPES[column_type],
-            )
-            for name, column_type in self._types.items()
+            pa.LargeListArray.from_arrays(offsets, pa.array(column, FEATURE_TYPES[kind].value_type))
+            for kind, column in zip(self._types.values(), columns, strict=True)
         ]
         return pa.RecordBatch.from_arrays(arrays, names=list(self._types))
+
+
+class ConversionQueue:
+    """Files waiting to become records: read and checked ahead on threads, converted in order.
+
+    CHECK_BATCH files at a time are read and checked on a thread while the
+    main thread turns an earlier batch into records: reading and the check
+    in TensorFlow run outside Python's lock, so they and the Python work use
+    both cores. _IN_FLIGHT batches are read and checked at once, so that
+    while one waits for the last of its images the other keeps a core busy,
+    and the queue runs on across ``add`` calls: a Beam bundle's elements
+    keep both cores busy from the first to the last, not each element alone.
+    """
+
+    def __init__(self, to_records):
+        self._to_records = to_records
+        self._reader = concurrent.futures.ThreadPoolExecutor(max_workers=_IN_FLIGHT)
+        self._waiting: collections.deque[list[LabelledFile]] = collections.deque()
+        self._checking: collections.deque[concurrent.futures.Future] = collections.deque()
+
+    def add(self, items: list[LabelledFile]) -> None:
+        """Queues files for conversion."""
+        for start in range(0, len(items), CHECK_BATCH):
+            self._waiting.append(items[start : start + CHECK_BATCH])
+
+    def ready(self) -> Iterator[SplitRecords | QuarantineRecord]:
+        """Yields the outputs of all queued files but the last _IN_FLIGHT batches."""
+        while len(self._waiting) + len(self._checking) > _IN_FLIGHT:
+            yield from self._next()
+        self._start_checks()
+
+    def drain(self) -> Iterator[SplitRecords | QuarantineRecord]:
+        """Yields the outputs of every queued file, then stops the reading threads."""
+        try:
+            while self._waiting or self._checking:
+                yield from self._next()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Drops what is queued and stops the reading threads."""
+        self._waiting.clear()
+        self._checking.clear()
+        self._reader.shutdown(cancel_futures=True)
+
+    def _start_checks(self) -> None:
+        while self._waiting and len(self._checking) < _IN_FLIGHT:
+            self._checking.append(self._reader.submit(_read_and_check, self._waiting.popleft()))
+
+    def _next(self) -> Iterator[SplitRecords | QuarantineRecord]:
+        self._start_checks()
+        checked = self._checking.popleft()
+        self._start_checks()
+        yield from self._to_records(*checked.result())
+
+
+def _read_and_check(
+    items: list[LabelledFile],
+) -> tuple[list[LabelledFile], list[bytes], list, list[QuarantineRecord]]:
+    """Reads the files and checks their images: (readable, contents, shapes, unreadable)."""
+    readable, contents, unreadable_files = [], [], []
+    for item in items:
+        try:
+            with filesystem.open_binary(item.path) as f:
+                contents.append(f.read())
+            readable.append(item)
+        except (tf.errors.NotFoundError, OSError) as e:
+            unreadable_files.append(unreadable(item, e))
+    return readable, contents, image_shapes(contents), unreadable_files
 
 
 def _bad(item: LabelledFile, reason: str) -> QuarantineRecord:

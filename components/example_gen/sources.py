@@ -6,7 +6,7 @@ import dataclasses
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from tfrecord_pipelines.components import data_source, image_folder
+from tfrecord_pipelines.components import data_source, filesystem, image_folder
 from tfrecord_pipelines.components.data_source import IMAGES, PARQUET
 from tfrecord_pipelines.components.example_gen import (
     csv_blocks,
@@ -107,6 +107,8 @@ def plan_source(
       ValueError: if the input is missing or empty, or the label column is not in it.
     """
     required = [name for name in (options.label_key, assigner.key) if name]
+    # Spark's executors do not run in the driver's working directory.
+    input_base = filesystem.absolute(input_base)
     if source_format == IMAGES:
         listing = image_folder.list_folder(input_base)
         files = image_source.mixed_order(listing.files)

@@ -48,6 +48,45 @@ class _ConvertUnits(beam.DoFn):
         yield from tag_quarantine(self._converter.convert(unit))
 
 
+class _ConvertImages(beam.DoFn):
+    """Runs an image converter's queue across a bundle's batches of files.
+
+    Files are read and checked ahead on threads while earlier ones become
+    records (``image_source.ConversionQueue``); the queue runs from the
+    bundle's first batch to its last, so both cores stay busy between
+    batches, and the last files' outputs come at the bundle's end.
+    """
+
+    def __init__(self, converter):
+        self._converter = converter
+
+    def setup(self):
+        gc.freeze()  # see _ConvertUnits
+        self._converter.setup()
+
+    def start_bundle(self):
+        self._queue = self._converter.queue()
+
+    def process(self, files):
+        self._queue.add(files)
+        yield from tag_quarantine(self._queue.ready())
+
+    def finish_bundle(self):
+        window = beam.transforms.window.GlobalWindow()
+        for output in tag_quarantine(self._queue.drain()):
+            if isinstance(output, beam.pvalue.TaggedOutput):
+                yield beam.pvalue.TaggedOutput(
+                    output.tag, beam.utils.windowed_value.WindowedValue(output.value, 0, [window])
+                )
+            else:
+                yield beam.utils.windowed_value.WindowedValue(output, 0, [window])
+
+    def teardown(self):
+        queue = getattr(self, "_queue", None)
+        if queue is not None:
+            queue.close()
+
+
 def _plan_units(source_format: str, block_bytes: int):
     if source_format == PARQUET:
         return lambda path: tag_quarantine(plan_row_groups(path))
@@ -74,16 +113,17 @@ def ReadSource(pipeline: beam.Pipeline, plan: SourcePlan):  # noqa: N802 - Beam 
         units = (
             files
             | "Distribute" >> beam.Reshuffle()
-            # The converter reads and checks CHECK_BATCH at a time, overlapping them.
             | "Batch" >> beam.BatchElements(min_batch_size=8, max_batch_size=8 * CHECK_BATCH)
         )
+        convert = _ConvertImages(plan.converter)
     else:
         planned = files | "PlanUnits" >> beam.FlatMap(
             _plan_units(plan.source_format, plan.block_bytes)
         ).with_outputs(QUARANTINE_TAG, main="units")
         quarantines.append(planned[QUARANTINE_TAG])
         units = planned.units | "Distribute" >> beam.Reshuffle()
-    converted = units | "Convert" >> beam.ParDo(_ConvertUnits(plan.converter)).with_outputs(
+        convert = _ConvertUnits(plan.converter)
+    converted = units | "Convert" >> beam.ParDo(convert).with_outputs(
         QUARANTINE_TAG, main="examples"
     )
     quarantines.append(converted[QUARANTINE_TAG])

@@ -1,9 +1,10 @@
 """Spark's conversion stage: each task runs the format's converter on its units.
 
-Units are what Beam's elements are (CSV blocks, Parquet row groups, batches
-of images), handed to Python as Arrow batches through ``mapInArrow``:
-descriptors of byte ranges and row groups for tabular files, the files'
-bytes from Spark's ``binaryFile`` source for images. A task writes its
+Units are what Beam's elements are (CSV blocks, Parquet row groups, image
+files), handed to Python as Arrow batches of descriptors through
+``mapInArrow``: byte ranges, row groups, image files with their labels. A
+task reads its units itself, as a Beam worker does: the bytes never pass
+through the JVM. A task writes its
 records to spill files and its bad input to a quarantine file, all named by
 its partition and attempt (``p00003-a1``); only their paths, counts and a
 sample come back to the driver. A retried task writes new files, and the
@@ -13,12 +14,11 @@ attempt's files are never read.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import gc
+import math
 import os
 import signal
-import urllib.parse
 
 import pyarrow as pa
 import tensorflow as tf
@@ -35,21 +35,18 @@ from tfrecord_pipelines.components.example_gen.record_sample import RecordSample
 from tfrecord_pipelines.components.example_gen.sources import SourcePlan
 from tfrecord_pipelines.components.example_gen.spark.tasks import run_tasks
 from tfrecord_pipelines.components.example_gen.spill import Spilled, SpillWriter
+from tfrecord_pipelines.components.image_folder import LabelledFile
 
 SPILL = "spill"
 QUARANTINE = "quarantine"
-SEEN = "seen"
 # For fault tests: the first attempt of this partition kills its executor's
 # JVM after spilling part of its records, as a lost node would.
 KILL_EXECUTOR_ENV = "TFRECORD_PIPELINES_SPARK_KILL_EXECUTOR_IN_PARTITION"
-# Images per Arrow batch: a batch of images is held in memory twice (Arrow, Python).
-_IMAGES_PER_BATCH = 64
-_IMAGE_OPEN_COST = 64 * 1024
-# Large tasks: PySpark's worker pays about 80 ms per task before any image
-# (importlib.invalidate_caches re-reads the zips and jars on its path), so
-# 50,000 images in 32 MB tasks spent a third of their CPU there. Small
-# folders still get _TASKS_PER_CORE tasks per core (minPartitionNum).
-_IMAGE_PARTITION_BYTES = 128 * 1024 * 1024
+# Large tasks: PySpark's worker pays about 70 ms per task before any image
+# (importlib.invalidate_caches re-reads the zips and the jar on its path),
+# so 50,000 images in 32 MB tasks spent a third of their CPU there. Small
+# folders still get _TASKS_PER_CORE tasks per core.
+_IMAGES_PER_TASK = 4096
 # Tasks per core: enough that a slow or retried task leaves the others work.
 _TASKS_PER_CORE = 4
 _RESULT = pa.schema(
@@ -62,7 +59,6 @@ _RESULT = pa.schema(
         ("sample", pa.list_(pa.binary())),
         ("sample_crcs", pa.list_(pa.int64())),
         ("sample_threshold", pa.int64()),
-        ("seen", pa.list_(pa.string())),
     ]
 )
 _DDL_TYPES = {pa.string(): "string", pa.int64(): "long", pa.binary(): "binary"}
@@ -85,20 +81,10 @@ class Converted:
     Attributes:
       spilled: spill files of the successful attempts, by split.
       quarantine_files: quarantine files (JSON lines) of the successful attempts.
-      seen: images: the files the tasks received.
     """
 
     spilled: list[Spilled]
     quarantine_files: list[str]
-    seen: set[str]
-
-
-def file_path(uri: str) -> str:
-    """Returns the absolute local path of a path or a ``file:`` URI; other URIs unchanged."""
-    parsed = urllib.parse.urlparse(uri)
-    if parsed.scheme == "file":
-        return urllib.parse.unquote(parsed.path)
-    return uri if parsed.scheme else os.path.abspath(uri)
 
 
 def _kill_executor() -> None:
@@ -132,7 +118,6 @@ class _Task:
         self._staging_dir = staging_dir
         self._quarantine = None
         self._bad = 0
-        self.seen: list[str] = []
         self._kill = os.environ.get(KILL_EXECUTOR_ENV) == str(self.partition) and not self.attempt
 
     def take(self, outputs) -> None:
@@ -160,8 +145,6 @@ class _Task:
         if self._quarantine is not None:
             self._quarantine.close()
             rows.append(_row(QUARANTINE, path=self._quarantine_path, records=self._bad))
-        if self.seen:
-            rows.append(_row(SEEN, records=len(self.seen), seen=self.seen))
         return pa.RecordBatch.from_pylist(rows, schema=_RESULT)
 
 
@@ -184,25 +167,14 @@ def _convert_units(unit_type, converter, spill_dir: str, staging_dir: str):
     return convert
 
 
-def _convert_images(files_by_path, converter, spill_dir: str, staging_dir: str):
-    """Returns the mapInArrow function converting batches of (path, content) from binaryFile.
-
-    ``files_by_path``: a Spark broadcast of path → LabelledFile, unpickled once
-    per Python worker, not with every task's function.
-    """
+def _convert_images(converter, spill_dir: str, staging_dir: str):
+    """Returns the mapInArrow function converting a task's image files (LabelledFile rows)."""
 
     def convert(batches):
         task = _Task(converter, spill_dir, staging_dir)
-        labelled = files_by_path.value
-
-        def read_batches():
-            for batch in batches:
-                paths = [file_path(uri) for uri in batch.column("path").to_pylist()]
-                task.seen.extend(paths)
-                yield [labelled[path] for path in paths], batch.column("content").to_pylist()
-
-        for outputs in converter.convert_stream(read_batches()):
-            task.take(outputs)
+        items = [LabelledFile(**row) for batch in batches for row in batch.to_pylist()]
+        for output in converter.convert(items):
+            task.take([output])
         yield task.result()
 
     return convert
@@ -222,7 +194,7 @@ def _plan_units(spark, plan: SourcePlan) -> tuple[list, list[QuarantineRecord]]:
 
 
 def _collect(results) -> Converted:
-    spilled, quarantine_files, seen = [], [], set()
+    spilled, quarantine_files = [], []
     for row in results:
         if row.kind == SPILL:
             sample = RecordSample(
@@ -231,79 +203,27 @@ def _collect(results) -> Converted:
                 sum(map(len, row.sample)),
             )
             spilled.append(Spilled(row.split, row.path, row.records, row.bytes, sample))
-        elif row.kind == QUARANTINE:
-            quarantine_files.append(row.path)
         else:
-            seen.update(row.seen)
-    return Converted(spilled, quarantine_files, seen)
-
-
-@contextlib.contextmanager
-def _sql_conf(spark, settings: dict[str, str]):
-    """Sets SQL settings for one job, then puts back what the session had."""
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
+            quarantine_files.append(row.path)
+    return Converted(spilled, quarantine_files)
 
 
 def _convert_image_files(spark, plan: SourcePlan, spill_dir: str, staging_dir: str) -> Converted:
-    """Reads the images with Spark's binaryFile source and converts them in its tasks.
+    """Converts the images in Spark tasks, each given a run of the listed files to read.
 
-    Files the source leaves out (empty ones, and unreadable ones with
-    ignoreCorruptFiles) are converted by the driver, so that they are
-    quarantined with the reason Beam gives; there are few of them.
+    The tasks read the files as Beam's workers do (``ImageConverter.convert``),
+    not through Spark's ``binaryFile`` source: that moved every image's bytes
+    through the JVM and Arrow into Python, which cost more CPU than the
+    conversion itself.
     """
-    # Spark names files by absolute URI; the plan may hold relative paths.
-    files_by_path = {file_path(item.path): item for item in plan.files}
-    settings = {
-        "spark.sql.execution.arrow.maxRecordsPerBatch": str(_IMAGES_PER_BATCH),
-        # Partitions by bytes, not by file count: an image is no costlier to open than its size.
-        "spark.sql.files.openCostInBytes": str(_IMAGE_OPEN_COST),
-        "spark.sql.files.maxPartitionBytes": str(_IMAGE_PARTITION_BYTES),
-        # The driver lists the paths itself: a Spark job with a task per path costs more.
-        "spark.sql.sources.parallelPartitionDiscovery.threshold": str(len(files_by_path) + 1),
-        "spark.sql.files.minPartitionNum": str(
-            spark.sparkContext.defaultParallelism * _TASKS_PER_CORE
-        ),
-    }
-    broadcast = spark.sparkContext.broadcast(files_by_path)
-    with _sql_conf(spark, settings):
-        frame = (
-            spark.read.format("binaryFile")
-            .option("ignoreCorruptFiles", "true")
-            .option("ignoreMissingFiles", "true")
-            .load(list(files_by_path))
-            .select("path", "content")
-        )
-        function = _convert_images(broadcast, plan.converter, spill_dir, staging_dir)
-        try:
-            converted = _collect(frame.mapInArrow(function, _RESULT_SCHEMA).collect())
-        finally:
-            broadcast.destroy()
-    left_out = [item for item in plan.files if file_path(item.path) not in converted.seen]
-    if not left_out:
-        return converted
-    spill = SpillWriter(spill_dir, "driver")
-    bad = []
-    plan.converter.setup()
-    for output in plan.converter.convert(left_out):
-        if isinstance(output, QuarantineRecord):
-            bad.append(output)
-        else:
-            spill.add(output.split, output.records)
-    return Converted(
-        converted.spilled + spill.close(),
-        converted.quarantine_files + _write_quarantine(bad, staging_dir),
-        converted.seen | {file_path(item.path) for item in left_out},
+    parallelism = spark.sparkContext.defaultParallelism * _TASKS_PER_CORE
+    rows = [(item.path, item.label, item.class_name) for item in plan.files]
+    slices = min(len(rows), max(parallelism, math.ceil(len(rows) / _IMAGES_PER_TASK)))
+    frame = spark.createDataFrame(
+        spark.sparkContext.parallelize(rows, slices), "path string, label long, class_name string"
     )
+    function = _convert_images(plan.converter, spill_dir, staging_dir)
+    return _collect(frame.mapInArrow(function, _RESULT_SCHEMA).collect())
 
 
 def _write_quarantine(bad: list[QuarantineRecord], staging_dir: str) -> list[str]:
@@ -332,7 +252,7 @@ def convert_source(spark, plan: SourcePlan, spill_dir: str, staging_dir: str) ->
     units, bad = _plan_units(spark, plan)
     planned_bad = _write_quarantine(bad, staging_dir)
     if not units:
-        return Converted([], planned_bad, set())
+        return Converted([], planned_bad)
     unit_type = type(units[0])
     schema = ", ".join(
         f"{field.name} {_SPARK_TYPES[field.type]}" for field in dataclasses.fields(unit_type)
