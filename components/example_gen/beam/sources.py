@@ -110,10 +110,11 @@ def ReadSource(pipeline: beam.Pipeline, plan: SourcePlan):  # noqa: N802 - Beam 
     )
     quarantines = []
     if plan.source_format == IMAGES:
+        # Batched before the shuffle: a Beam element per file cost more than its conversion.
         units = (
             files
+            | "Batch" >> beam.BatchElements(min_batch_size=CHECK_BATCH, max_batch_size=CHECK_BATCH)
             | "Distribute" >> beam.Reshuffle()
-            | "Batch" >> beam.BatchElements(min_batch_size=8, max_batch_size=8 * CHECK_BATCH)
         )
         convert = _ConvertImages(plan.converter)
     else:
