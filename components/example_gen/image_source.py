@@ -58,7 +58,9 @@ CHECK_BATCH = 256
 _IN_FLIGHT = 2
 # Appended to every batch's results so that a batch of only bad images still
 # gives a (non-empty) batch to read.
-_NO_IMAGE = (tf.constant([-1]), tf.zeros([1, 3], tf.int32))
+# (A list, not a tensor: a tensor made at import would start TensorFlow's
+# runtime in Spark's worker daemon, whose forked workers would lack its threads.)
+_NO_IMAGE = ([-1], [[0, 0, 0]])
 
 
 def decode_error(error: Exception) -> str:

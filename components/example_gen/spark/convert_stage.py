@@ -33,9 +33,8 @@ from tfrecord_pipelines.components.example_gen.quarantine import (
 )
 from tfrecord_pipelines.components.example_gen.record_sample import RecordSample
 from tfrecord_pipelines.components.example_gen.sources import SourcePlan
-from tfrecord_pipelines.components.example_gen.spark.tasks import run_tasks
+from tfrecord_pipelines.components.example_gen.spark.tasks import map_partitions, run_tasks
 from tfrecord_pipelines.components.example_gen.spill import Spilled, SpillWriter
-from tfrecord_pipelines.components.image_folder import LabelledFile
 
 SPILL = "spill"
 QUARANTINE = "quarantine"
@@ -71,7 +70,6 @@ def _ddl(arrow_type: pa.DataType) -> str:
 
 
 _RESULT_SCHEMA = ", ".join(f"{field.name} {_ddl(field.type)}" for field in _RESULT)
-_SPARK_TYPES = {"str": "string", "int": "long"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,26 +152,24 @@ def _row(kind: str, **fields) -> dict:
     return row
 
 
-def _convert_units(unit_type, converter, spill_dir: str, staging_dir: str):
-    """Returns the mapInArrow function converting batches of unit descriptors."""
+def _convert_units(converter, spill_dir: str, staging_dir: str):
+    """Returns the task function converting its units (CSV blocks, row groups) one by one."""
 
-    def convert(batches):
+    def convert(indexed_units):
         task = _Task(converter, spill_dir, staging_dir)
-        for batch in batches:
-            for row in batch.to_pylist():
-                task.take(converter.convert(unit_type(**row)))
+        for _, unit in indexed_units:
+            task.take(converter.convert(unit))
         yield task.result()
 
     return convert
 
 
 def _convert_images(converter, spill_dir: str, staging_dir: str):
-    """Returns the mapInArrow function converting a task's image files (LabelledFile rows)."""
+    """Returns the task function converting its image files (LabelledFiles) in one queue."""
 
-    def convert(batches):
+    def convert(indexed_files):
         task = _Task(converter, spill_dir, staging_dir)
-        items = [LabelledFile(**row) for batch in batches for row in batch.to_pylist()]
-        for output in converter.convert(items):
+        for output in converter.convert([item for _, item in indexed_files]):
             task.take([output])
         yield task.result()
 
@@ -217,13 +213,10 @@ def _convert_image_files(spark, plan: SourcePlan, spill_dir: str, staging_dir: s
     conversion itself.
     """
     parallelism = spark.sparkContext.defaultParallelism * _TASKS_PER_CORE
-    rows = [(item.path, item.label, item.class_name) for item in plan.files]
-    slices = min(len(rows), max(parallelism, math.ceil(len(rows) / _IMAGES_PER_TASK)))
-    frame = spark.createDataFrame(
-        spark.sparkContext.parallelize(rows, slices), "path string, label long, class_name string"
-    )
+    files = plan.files
+    tasks = min(len(files), max(parallelism, math.ceil(len(files) / _IMAGES_PER_TASK)))
     function = _convert_images(plan.converter, spill_dir, staging_dir)
-    return _collect(frame.mapInArrow(function, _RESULT_SCHEMA).collect())
+    return _collect(map_partitions(spark, files, tasks, function, _RESULT_SCHEMA))
 
 
 def _write_quarantine(bad: list[QuarantineRecord], staging_dir: str) -> list[str]:
@@ -246,20 +239,13 @@ def convert_source(spark, plan: SourcePlan, spill_dir: str, staging_dir: str) ->
     Bad files found while planning (unreadable Parquet) go to a quarantine
     file the driver writes into ``staging_dir``, beside the tasks' files.
     """
-    parallelism = spark.sparkContext.defaultParallelism * _TASKS_PER_CORE
     if plan.source_format == IMAGES:
         return _convert_image_files(spark, plan, spill_dir, staging_dir)
     units, bad = _plan_units(spark, plan)
     planned_bad = _write_quarantine(bad, staging_dir)
     if not units:
         return Converted([], planned_bad)
-    unit_type = type(units[0])
-    schema = ", ".join(
-        f"{field.name} {_SPARK_TYPES[field.type]}" for field in dataclasses.fields(unit_type)
-    )
-    rows = [dataclasses.astuple(unit) for unit in units]
-    slices = min(len(rows), parallelism)
-    frame = spark.createDataFrame(spark.sparkContext.parallelize(rows, slices), schema)
-    function = _convert_units(unit_type, plan.converter, spill_dir, staging_dir)
-    converted = _collect(frame.mapInArrow(function, _RESULT_SCHEMA).collect())
+    tasks = min(len(units), spark.sparkContext.defaultParallelism * _TASKS_PER_CORE)
+    function = _convert_units(plan.converter, spill_dir, staging_dir)
+    converted = _collect(map_partitions(spark, units, tasks, function, _RESULT_SCHEMA))
     return dataclasses.replace(converted, quarantine_files=converted.quarantine_files + planned_bad)

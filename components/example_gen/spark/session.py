@@ -16,6 +16,7 @@ _DEFAULT_CONF = {
     "spark.ui.enabled": "false",
     "spark.executorEnv.TF_CPP_MIN_LOG_LEVEL": "2",
     "spark.executorEnv.TF_USE_LEGACY_KERAS": "1",
+    "spark.python.daemon.module": "tfrecord_pipelines.components.example_gen.spark.worker_daemon",
 }
 _MASTER_PREFIXES = ("local", "spark://", "k8s://", "yarn", "mesos://")
 KUBERNETES_IMAGE_CONF = "spark.kubernetes.container.image"
