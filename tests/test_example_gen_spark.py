@@ -179,3 +179,18 @@ def test_sharded_example_gen_on_spark_in_a_local_dag_run(spark, tmp_path):
     # The component's layout: quarantine/ is its own artifact, not inside examples/.
     (examples / "quarantine").symlink_to(quarantine)
     assert_same_conversion(tmp_path / "beam", examples)
+
+
+def test_the_python_workers_share_one_daemon_that_imported_tensorflow(spark, tmp_path):
+    import psutil
+
+    write_digit_images(tmp_path / "images", per_class=20)
+    convert_with("spark", tmp_path / "images", tmp_path / "spark", "images")
+    jvm = next(p for p in psutil.Process().children() if p.name() == "java")
+    daemons = [p for p in jvm.children() if "worker_daemon" in " ".join(p.cmdline())]
+    # One daemon: every stage's tasks ran in one pool of workers, each a fork of it.
+    assert len(daemons) == 1
+    workers = daemons[0].children()
+    assert 1 <= len(workers) <= 2  # local[2]: a worker per task slot
+    # The daemon imported TensorFlow before forking: its workers share those pages.
+    assert any("_pywrap_tensorflow" in m.path for m in daemons[0].memory_maps())
