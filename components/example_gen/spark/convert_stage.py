@@ -1,13 +1,12 @@
 """Spark's conversion stage: each task runs the format's converter on its units.
 
 Units are what Beam's elements are (CSV blocks, Parquet row groups, image
-files), handed to Python as Arrow batches of descriptors through
-``mapInArrow``: byte ranges, row groups, image files with their labels. A
+files): descriptors, handed to the tasks by ``tasks.map_partitions``. A
 task reads its units itself, as a Beam worker does: the bytes never pass
-through the JVM. A task writes its
-records to spill files and its bad input to a quarantine file, all named by
-its partition and attempt (``p00003-a1``); only their paths, counts and a
-sample come back to the driver. A retried task writes new files, and the
+through the JVM. A task writes its records to spill files and its bad
+input to a quarantine file, all named by its partition and attempt
+(``p00003-a1``); only their paths, counts and a sample come back to the
+driver. A retried task writes new files, and the
 driver uses those of the attempt Spark reports as successful: a failed
 attempt's files are never read.
 """
@@ -41,9 +40,8 @@ QUARANTINE = "quarantine"
 # For fault tests: the first attempt of this partition kills its executor's
 # JVM after spilling part of its records, as a lost node would.
 KILL_EXECUTOR_ENV = "TFRECORD_PIPELINES_SPARK_KILL_EXECUTOR_IN_PARTITION"
-# Large tasks: PySpark's worker pays about 70 ms per task before any image
-# (importlib.invalidate_caches re-reads the zips and the jar on its path),
-# so 50,000 images in 32 MB tasks spent a third of their CPU there. Small
+# Images per task, at most: a task has a fixed cost (PySpark's set-up, a
+# queue started and drained), and a retried task redoes its images. Small
 # folders still get _TASKS_PER_CORE tasks per core.
 _IMAGES_PER_TASK = 4096
 # Tasks per core: enough that a slow or retried task leaves the others work.
