@@ -437,8 +437,8 @@ def _table(results: dict[str, dict], inputs: dict[str, dict]) -> None:
         )
     if spark:
         print(
-            "\nSpark, apart: start-up (session, and TensorFlow imported in each Python "
-            "worker) and peak memory of driver (Python + JVM) and of the largest Python worker"
+            "\nSpark, apart: start-up (session, and TensorFlow imported in its worker "
+            "daemon) and peak memory of driver (Python + JVM) and of the largest Python worker"
         )
         print(
             "\n| converter | start-up s | start-up CPU s | driver peak RSS MB "
