@@ -187,7 +187,10 @@ def test_the_python_workers_share_one_daemon_that_imported_tensorflow(spark, tmp
     write_digit_images(tmp_path / "images", per_class=20)
     convert_with("spark", tmp_path / "images", tmp_path / "spark", "images")
     jvm = next(p for p in psutil.Process().children() if p.name() == "java")
-    daemons = [p for p in jvm.children() if "worker_daemon" in " ".join(p.cmdline())]
+    # The JVM outlives a stopped session in this process: daemons of earlier
+    # modules' sessions were killed but may be left unreaped (zombies).
+    live = [p for p in jvm.children() if p.status() != psutil.STATUS_ZOMBIE]
+    daemons = [p for p in live if "worker_daemon" in " ".join(p.cmdline())]
     # One daemon: every stage's tasks ran in one pool of workers, each a fork of it.
     assert len(daemons) == 1
     workers = daemons[0].children()
