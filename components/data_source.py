@@ -20,6 +20,7 @@ import csv
 import dataclasses
 
 from tfrecord_pipelines.components import filesystem, image_folder
+from tfrecord_pipelines.components.spans import SpanPattern
 
 CSV = "csv"
 PARQUET = "parquet"
@@ -37,12 +38,17 @@ class DataSource:
     """A data folder and the format of what it holds.
 
     Attributes:
-      root: the folder (local path, or gs:// / s3:// URI).
+      root: the folder (local path, or gs:// / s3:// URI); for data in spans,
+        the folder of the span the command line checked (the latest, or the
+        one asked for).
       format: ``csv``, ``parquet`` or ``images``.
+      spans: data in spans: the span folders' pattern (``events/day-{SPAN}``);
+        ExampleGen then reads ``spans.base`` and picks a span itself.
     """
 
     root: str
     format: str
+    spans: SpanPattern | None = None
 
     def __post_init__(self):
         if self.format not in FORMATS:
@@ -64,6 +70,19 @@ class DataSource:
         if self.format in FILE_PATTERNS:
             return FILE_PATTERNS[self.format]
         return "*" if image_folder.has_labels_file(self.root) else "*/*"
+
+    @property
+    def input_base(self) -> str:
+        """ExampleGen's ``input_base``: the folder, or the one above the span folders."""
+        return self.spans.base if self.spans else self.root
+
+    @property
+    def input_pattern(self) -> str:
+        """ExampleGen's input pattern, relative to ``input_base``: ``file_pattern``, inside
+        the span folders' pattern for data in spans (``day-{SPAN}/*.csv``)."""
+        if self.spans:
+            return f"{self.spans.folder}/{self.file_pattern}"
+        return self.file_pattern
 
     def files(self) -> list[str]:
         """Returns the tabular files, sorted.

@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 
 from tfx import types
-from tfx.components.example_gen import driver, utils
+from tfx.components.example_gen import utils
 from tfx.dsl.components.base import base_beam_component, executor_spec
+from tfx.orchestration import data_types
 from tfx.proto import example_gen_pb2
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
@@ -36,6 +37,7 @@ from tfrecord_pipelines.components.example_gen.keys import (
     MAX_BAD_FRACTION_KEY,
     NUM_READERS_KEY,
     QUARANTINE_KEY,
+    REQUESTED_SPAN_KEY,
     SCHEMA_KEY,
     SOURCE_FORMAT_KEY,
     SPARK_CONF_KEY,
@@ -49,9 +51,11 @@ from tfrecord_pipelines.components.example_gen.sources import (
     DEFAULT_ENCODING,
     SourceOptions,
 )
+from tfrecord_pipelines.components.example_gen.span_driver import SpanDriver
 from tfrecord_pipelines.components.example_gen.spark import session
 from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
 from tfrecord_pipelines.components.shard_compression import GZIP, parse_compression
+from tfrecord_pipelines.components.spans import parse_span
 
 DEFAULT_MAX_BAD_FRACTION = 0.01
 
@@ -63,16 +67,22 @@ class Quarantine(types.Artifact):
     TYPE_NAME = "tfrecord_pipelines.Quarantine"
 
 
-def default_input_config(input_base: str, source_format: str) -> example_gen_pb2.Input:
-    """The format's files in ``input_base``, one input split (hashed into train and eval).
+def input_config_for(source: DataSource) -> example_gen_pb2.Input:
+    """The source's files, one input split (hashed into train and eval).
 
-    ``*.csv``, ``*.parquet``, or the image folder's layout: a README or a
-    labels file beside the data is not read as data.
+    ``*.csv``, ``*.parquet``, or the image folder's layout, so that a README
+    or a labels file beside the data is not read as data; for data in spans,
+    inside the span folders' pattern (``day-{SPAN}/*.csv``), which TFX's
+    ExampleGen driver resolves to one span.
     """
-    pattern = DataSource(root=input_base, format=source_format).file_pattern
     return example_gen_pb2.Input(
-        splits=[example_gen_pb2.Input.Split(name="single_split", pattern=pattern)]
+        splits=[example_gen_pb2.Input.Split(name="single_split", pattern=source.input_pattern)]
     )
+
+
+def default_input_config(input_base: str, source_format: str) -> example_gen_pb2.Input:
+    """The format's files in ``input_base`` (``input_config_for`` a folder without spans)."""
+    return input_config_for(DataSource(root=input_base, format=source_format))
 
 
 class ShardedExampleGenSpec(standard_component_specs.FileBasedExampleGenSpec):
@@ -92,6 +102,7 @@ class ShardedExampleGenSpec(standard_component_specs.FileBasedExampleGenSpec):
         SPARK_MASTER_KEY: ExecutionParameter(type=str, optional=True),
         SPARK_CONF_KEY: ExecutionParameter(type=str, optional=True),
         EVAL_ROWS_KEY: ExecutionParameter(type=int, optional=True),
+        REQUESTED_SPAN_KEY: ExecutionParameter(type=str, optional=True),
         # Part of TFX's cache key only: a changed converter converts again.
         CODE_VERSION_KEY: ExecutionParameter(type=str, optional=True),
     }
@@ -118,7 +129,7 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
 
     SPEC_CLASS = ShardedExampleGenSpec
     EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(Executor)
-    DRIVER_CLASS = driver.FileBasedDriver
+    DRIVER_CLASS = SpanDriver
 
     def __init__(
         self,
@@ -139,6 +150,7 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
         spark_master: str | None = None,
         spark_conf: dict[str, str] | None = None,
         eval_rows: int | None = DEFAULT_EVAL_ROWS,
+        span: str | data_types.RuntimeParameter | None = None,
     ):
         """Builds the component.
 
@@ -176,6 +188,11 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             TFX's 2:1 until a third of the rows would pass it, then about
             this many eval rows and the rest train (``split_sizing``); None
             keeps 2:1 at any size. Ignored with an output_config.
+          span: with ``{SPAN}``, ``{VERSION}`` or date specs in the input pattern
+            (``day-{SPAN}/*.csv``): the span to convert, a number or a day
+            (``2026-11-25``); None or "" converts the latest span on disk. May be
+            a RuntimeParameter (str) that a scheduler fills per run. A span that
+            is not on disk fails the component, naming the path looked for.
 
         Raises:
           ValueError: on an unknown source format, compression or engine, a
@@ -192,6 +209,8 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
                 f"source_format must be one of {', '.join(SOURCE_FORMATS)}, got {source_format!r}."
             )
         parse_compression(compression)
+        if not isinstance(span, data_types.RuntimeParameter):
+            span = "" if parse_span(span) is None else str(parse_span(span))
         if eval_rows is not None and eval_rows < 1:
             raise ValueError(f"eval_rows must be at least 1, got {eval_rows}.")
         if not 0.0 <= max_bad_fraction <= 1.0:
@@ -223,6 +242,7 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             spark_master=spark_master,
             spark_conf=json.dumps(spark_conf) if spark_conf else None,
             eval_rows=eval_rows,
+            requested_span=span,
             schema=schema,
             examples=types.Channel(type=standard_artifacts.Examples),
             quarantine=types.Channel(type=Quarantine),

@@ -232,6 +232,16 @@ def _statistics_paths(output_dict, examples, split_names) -> dict[str, str] | No
     }
 
 
+def _span_of(exec_properties: dict[str, Any], input_config) -> dict[str, Any]:
+    """The span and version TFX's driver resolved (0 and None for data without spans, as on
+    the Examples artifact) and the input pattern it filled in, for the shard plan."""
+    return {
+        "span": exec_properties.get(utils.SPAN_PROPERTY_NAME) or 0,
+        "version": exec_properties.get(utils.VERSION_PROPERTY_NAME),
+        "input_pattern": input_config.splits[0].pattern,
+    }
+
+
 class Executor(BaseExampleGenExecutor):
     """Splits by a stable hash, batch by batch; writes planned shards and a quarantine.
 
@@ -332,6 +342,7 @@ class Executor(BaseExampleGenExecutor):
         summary = summarize_quarantine(quarantine.uri)
         written = sum(o["records"] for o in outcomes.values())
         report = {
+            **_span_of(exec_properties, input_config),
             "target_shard_bytes": sharding.target_shard_bytes,
             "num_readers": sharding.num_readers,
             "compression": compression,

@@ -16,6 +16,8 @@ ENGINE_KEY = "engine"
 SPARK_MASTER_KEY = "spark_master"
 SPARK_CONF_KEY = "spark_conf"
 EVAL_ROWS_KEY = "eval_rows"
+# The span to convert ("" the latest); TFX's driver sets "span" to the one it resolved.
+REQUESTED_SPAN_KEY = "requested_span"
 
 # The engines that convert: Beam (the runner of beam_pipeline_args) or Spark.
 BEAM = "beam"

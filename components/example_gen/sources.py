@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import glob
+import posixpath
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
@@ -79,6 +81,17 @@ class SourcePlan:
     skipped: tuple[str, ...] = ()
 
 
+def image_folder_of(input_base: str, pattern: str) -> str:
+    """An image input's folder: ``input_base``, below it the fixed folders the pattern starts
+    with (a span's: ``day-3/*/*`` is the class folders of ``input_base/day-3``)."""
+    fixed = []
+    for part in pattern.split("/"):
+        if glob.has_magic(part):
+            break
+        fixed.append(part)
+    return posixpath.join(input_base, *fixed)
+
+
 def list_input_files(source_format: str, input_base: str, pattern: str) -> list:
     """Returns the input's files: paths, or for images LabelledFiles in ``mixed_order``.
 
@@ -86,7 +99,8 @@ def list_input_files(source_format: str, input_base: str, pattern: str) -> list:
       ValueError: if the input is missing or empty.
     """
     if source_format == IMAGES:
-        return image_source.mixed_order(image_folder.list_images(input_base))
+        folder = image_folder_of(input_base, pattern)
+        return image_source.mixed_order(image_folder.list_images(folder))
     return csv_source.list_files(input_base, pattern)
 
 
@@ -110,7 +124,7 @@ def plan_source(
     # Spark's executors do not run in the driver's working directory.
     input_base = filesystem.absolute(input_base)
     if source_format == IMAGES:
-        listing = image_folder.list_folder(input_base)
+        listing = image_folder.list_folder(image_folder_of(input_base, pattern))
         files = image_source.mixed_order(listing.files)
         if assigner.key:
             raise ValueError(

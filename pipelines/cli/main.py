@@ -171,12 +171,24 @@ def _headline_metrics(metrics: dict[str, float], intervals: dict) -> str:
     return ", ".join(shown) + ending
 
 
+def _span_line(summary, source) -> str:
+    """The span a run on data in spans converted, as a person reads it."""
+    span, version, pattern = summary.span
+    text = source.spans.describe(span)
+    if version is not None:
+        text += f", version {version}"
+    return f"{text} ({source.input_base}/{pattern})" if pattern else text
+
+
 def _print_summary(
-    summary, layout, name: str, run_id: str, seconds: float, report: str | None
+    summary, layout, config, run_id: str, seconds: float, report: str | None
 ) -> None:
+    name = config.name
     metrics = _headline_metrics(summary.metrics, summary.intervals)
     print(f"\nPipeline {name!r} finished in {seconds:.{1 if seconds < 10 else 0}f} s.")
     print(f"  run id:        {run_id}")
+    if config.source.spans:
+        print(f"  span:          {_span_line(summary, config.source)}")
     print(f"  ran:           {', '.join(summary.executed) or 'nothing (all reused)'}")
     print(f"  reused:        {', '.join(summary.reused) or 'nothing'}")
     if summary.pushed_model:
@@ -272,8 +284,12 @@ def _run(args: argparse.Namespace) -> None:
                 file=sys.stderr,
                 flush=True,
             )
+        where = source.root
+        if source.spans:
+            span = source.spans.describe(int(config.span)) if config.span else "the latest"
+            where = f"{source.spans.base}/{source.spans.folder}, span {span}"
         print(
-            f"Running pipeline {config.name!r} on {source.root} ({source.format}, label "
+            f"Running pipeline {config.name!r} on {where} ({source.format}, label "
             f"{config.task.label!r}, {config.task.problem}); schema: "
             f"{config.schema_path or 'inferred by SchemaGen'}; "
             f"{'no cache' if args.no_cache else 'reusing unchanged steps'}",
@@ -310,7 +326,7 @@ def _run(args: argparse.Namespace) -> None:
         summary = summarize_run(open_store(layout.metadata_path), config.name, run_id)
         seconds = time.monotonic() - started
         report = _write_report(layout, run_id)
-        _print_summary(summary, layout, config.name, run_id, seconds, report)
+        _print_summary(summary, layout, config, run_id, seconds, report)
 
 
 def sub_commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -40,7 +40,15 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data",
         help="folder of CSV files, Parquet files or images (class sub-folders or labels.csv) "
-        f"(default: the bundled {DEFAULT_DATA.name})",
+        f"(default: the bundled {DEFAULT_DATA.name}); data in spans: a folder per span, named "
+        "with TFX's specs, e.g. 'events/day-{SPAN}/', 'events/{YYYY}-{MM}-{DD}/', "
+        "'events/day-{SPAN}/v{VERSION}/'",
+    )
+    parser.add_argument(
+        "--span",
+        metavar="N|YYYY-MM-DD",
+        help="with spans in --data: the span to convert, a number or a day (default: the "
+        "latest on disk); a span that is not on disk fails the run",
     )
     parser.add_argument(
         "--format",
@@ -198,7 +206,13 @@ def add_no_cache_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def dataset_name(data_root: str) -> str:
-    """The pipeline name a data folder gives: its base name, lower-case, dashes."""
+    """The pipeline name a data folder gives: its base name, lower-case, dashes (for data in
+    spans, the folder above the span folders: ``events`` for ``events/day-{SPAN}/``)."""
+    from tfrecord_pipelines.components.spans import split_data_path
+
+    pattern = split_data_path(data_root)
+    if pattern:
+        data_root = pattern.base
     return re.sub(r"[^a-z0-9-]+", "-", os.path.basename(data_root.rstrip("/")).lower()).strip("-")
 
 
@@ -212,12 +226,25 @@ def _resolve_schema(args: argparse.Namespace, dataset: str) -> str | None:
 
 
 def _source(args: argparse.Namespace):
-    from tfrecord_pipelines.components import data_source
+    """The data source; for data in spans, checked on the span asked for (or the latest)."""
+    import dataclasses
+
+    from tfrecord_pipelines.components import data_source, spans
 
     data_root = args.data or str(DEFAULT_DATA)
     if "://" not in data_root:
         data_root = os.path.abspath(data_root)
-    source = data_source.open_source(data_root, args.format)
+    pattern = spans.split_data_path(data_root)
+    if pattern is None:
+        if args.span is not None:
+            raise UsageError(
+                f"--span {args.span}: --data {data_root} names no spans; name its span folders "
+                "with {SPAN} or {YYYY}-{MM}-{DD}, e.g. 'events/day-{SPAN}/'."
+            )
+        source = data_source.open_source(data_root, args.format)
+    else:
+        span = pattern.find(spans.parse_span(args.span))
+        source = dataclasses.replace(data_source.open_source(span.path, args.format), spans=pattern)
     if args.data and not args.label and not source.is_images:
         raise UsageError("--label is required with --data: name the column to predict.")
     return source
@@ -335,6 +362,7 @@ def _image_settings(args: argparse.Namespace, is_images: bool) -> dict:
 
 def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
     """Validates the task arguments and returns a PipelineConfig."""
+    from tfrecord_pipelines.components import spans
     from tfrecord_pipelines.components.example_gen.spark.session import parse_conf
     from tfrecord_pipelines.components.trainer.options import CACHE_MODES, TrainingOptions
     from tfrecord_pipelines.definition.config import (
@@ -355,7 +383,7 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
         data_service=args.data_service,
         **_image_settings(args, source.is_images),
     )
-    dataset = dataset_name(source.root)
+    dataset = dataset_name(source.input_base)
     schema_path = _resolve_schema(args, dataset)
     if schema_path:
         check_schema(schema_path, task.label, task.inputs or ())
@@ -391,6 +419,7 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
             spark_conf=tuple(parse_conf(args.spark_conf).items()),
         ),
         module_file=module_file,
+        span=None if args.span is None else str(spans.parse_span(args.span)),
     )
 
 

@@ -10,6 +10,7 @@ from tfrecord_pipelines.components.example_gen.keys import ENGINES
 from tfrecord_pipelines.components.example_gen.shard_plan import DEFAULT_NUM_READERS
 from tfrecord_pipelines.components.example_gen.spark import session as spark_session
 from tfrecord_pipelines.components.shard_compression import default_compression, parse_compression
+from tfrecord_pipelines.components.spans import parse_span
 from tfrecord_pipelines.components.task import Task
 from tfrecord_pipelines.components.trainer.options import TrainingOptions
 from tfrecord_pipelines.definition.module_file import RUN_FN, ModuleFile
@@ -139,6 +140,8 @@ class PipelineConfig:
       ingest: the shards ExampleGen writes.
       module_file: the user's module file, whose preprocessing_fn and/or
         run_fn replace the built-in ones; None: the built-in ones.
+      span: data in spans: the span to convert (its number, as text); None:
+        the latest on disk when the run starts.
     """
 
     name: str
@@ -153,8 +156,13 @@ class PipelineConfig:
     training: TrainingOptions = dataclasses.field(default_factory=TrainingOptions)
     ingest: IngestOptions = dataclasses.field(default_factory=IngestOptions)
     module_file: ModuleFile | None = None
+    span: str | None = None
 
     def __post_init__(self):
+        if self.span is not None:
+            if not self.source.spans:
+                raise ValueError(f"span {self.span}: {self.source.root} is not data in spans.")
+            parse_span(self.span)
         if not _NAME_PATTERN.match(self.name):
             raise ValueError(
                 f"Pipeline name {self.name!r} must be 1-63 lower-case letters, digits or "

@@ -34,6 +34,7 @@ from tfx.dsl.components.base import executor_spec
 from tfrecord_pipelines.components import code_version
 from tfrecord_pipelines.components.curated_schema import CuratedSchemaGen
 from tfrecord_pipelines.components.example_gen import ShardedExampleGen
+from tfrecord_pipelines.components.example_gen.component import input_config_for
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.components.pusher import executor as pusher_executor
 from tfrecord_pipelines.components.trainer.training_length import DEFAULT_MIN_STEPS
@@ -113,7 +114,8 @@ def create_pipeline(
         else None
     )
     example_gen = ShardedExampleGen(
-        input_base=source.root,
+        input_base=source.input_base,
+        input_config=input_config_for(source),
         source_format=source.format,
         sharding=ShardingOptions(num_readers=config.ingest.num_readers),
         compression=config.ingest.compression_for(source),
@@ -125,6 +127,7 @@ def create_pipeline(
         # A curated schema types the CSV columns; otherwise they are inferred.
         schema=curated_schema.outputs["schema"] if curated_schema else None,
         code_version=code_version.code_version(code_version.EXAMPLE_GEN_CODE),
+        span=config.span,
     ).with_id(EXAMPLE_GEN_ID)
     statistics = example_gen.outputs["statistics"]
     schema_gen = curated_schema or tfx.components.SchemaGen(

@@ -51,6 +51,9 @@ class RunSummary:
       quarantine: the folder of their JSON lines.
       skipped_files: an image folder's files left out as not named like
         images: how many, and the first of them (``image_folder.describe_skipped``).
+      span: the span ExampleGen converted, its version (None: the pattern has
+        no {VERSION}) and the input pattern it read (span folders filled in):
+        for data in spans; 0, None and the pattern otherwise.
       pushed_earlier: the push was an earlier run's, reused with the Pusher.
       reused: the components whose earlier outputs were reused (CACHED).
       executed: the components that ran (not counting the baseline's Resolver).
@@ -70,6 +73,7 @@ class RunSummary:
     quarantined: int
     quarantine: str
     skipped_files: tuple[int, list[str]]
+    span: tuple[int, int | None, str | None]
     pushed_earlier: bool
     reused: tuple[str, ...]
     executed: tuple[str, ...]
@@ -102,7 +106,8 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
     trainer = _node(run, TRAINER_ID)
     example_gen = _node(run, EXAMPLE_GEN_ID)
     quarantine = example_gen.output("quarantine")
-    skipped = example_gen_shard_plan(run).get("skipped_files", {})
+    plan = example_gen_shard_plan(run)
+    skipped = plan.get("skipped_files", {})
     evaluation = evaluator.output("evaluation")
     model_run = trainer.output("model_run")
     was_pushed = pusher.custom_properties["pushed"].int_value == 1
@@ -125,6 +130,7 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         quarantined=quarantine.custom_properties["count"].int_value,
         quarantine=quarantine.uri,
         skipped_files=(skipped.get("count", 0), skipped.get("first", [])),
+        span=(plan.get("span", 0), plan.get("version"), plan.get("input_pattern")),
         pushed_earlier=pusher_execution.state == "cached",
         reused=tuple(n for n, e in run.items() if e.state == "cached"),
         executed=tuple(

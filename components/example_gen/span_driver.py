@@ -1,0 +1,77 @@
+"""ShardedExampleGen's driver: TFX's file-based driver, told which span to convert.
+
+TFX's driver resolves ``{SPAN}``, ``{VERSION}`` and date specs in the input
+pattern: by default the latest span on disk, with a ``RangeConfig`` one span
+only. The component's ``requested_span`` parameter (``--span``; a run-time
+parameter on Kubeflow, where a scheduler fills it from the scheduled time)
+becomes that RangeConfig here, and a span that is not on disk fails with one
+line naming the path looked for, instead of TFX's "Cannot find matching for
+split single_split".
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tfx.components.example_gen import driver, utils
+from tfx.proto import example_gen_pb2, range_config_pb2
+from tfx.types import standard_component_specs
+from tfx.utils import proto_utils
+
+from tfrecord_pipelines.components.example_gen.keys import REQUESTED_SPAN_KEY
+from tfrecord_pipelines.components.spans import parse_span
+
+_NOT_FOUND = "Cannot find matching"
+
+
+def request_span(exec_properties: dict[str, Any]) -> dict[str, Any]:
+    """Returns the exec properties with the requested span as TFX's RangeConfig.
+
+    Raises:
+      ValueError: if the requested span is not a span (``spans.parse_span``).
+    """
+    span = parse_span(exec_properties.get(REQUESTED_SPAN_KEY))
+    if span is None:
+        return exec_properties
+    config = range_config_pb2.RangeConfig(
+        static_range=range_config_pb2.StaticRange(start_span_number=span, end_span_number=span)
+    )
+    return {
+        **exec_properties,
+        standard_component_specs.RANGE_CONFIG_KEY: proto_utils.proto_to_json(config),
+    }
+
+
+def missing_span_error(exec_properties: dict[str, Any]) -> ValueError:
+    """The one-line error for a span (or any span) that is not on disk, naming the path."""
+    input_config = example_gen_pb2.Input()
+    proto_utils.json_to_proto(
+        exec_properties[standard_component_specs.INPUT_CONFIG_KEY], input_config
+    )
+    base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
+    pattern = input_config.splits[0].pattern
+    span = parse_span(exec_properties.get(REQUESTED_SPAN_KEY))
+    if span is None:
+        return ValueError(f"No span is on disk: nothing matches {os.path.join(base, pattern)}.")
+    is_span, is_date, _ = utils.verify_split_pattern_specs(input_config.splits[0])
+    filled = utils.get_pattern_for_span_version(pattern, is_span, is_date, False, span, None)
+    return ValueError(
+        f"Span {span} is missing: nothing matches {os.path.join(base, filled)}; "
+        "the run stops rather than train on earlier data again."
+    )
+
+
+class SpanDriver(driver.FileBasedDriver):
+    """TFX's file-based ExampleGen driver for the span asked for (``requested_span``)."""
+
+    def resolve_exec_properties(self, exec_properties, pipeline_info, component_info):  # noqa: D102
+        asked = request_span(exec_properties)
+        try:
+            resolved = super().resolve_exec_properties(dict(asked), pipeline_info, component_info)
+        except ValueError as e:
+            if _NOT_FOUND in str(e):
+                raise missing_span_error(asked) from None
+            raise
+        exec_properties.update(resolved)
+        return exec_properties
