@@ -366,7 +366,7 @@ class Executor(BaseExampleGenExecutor):
         # TFX names every TFRecord format 'tfrecords_gzip'; readers detect GZIP by '.gz'.
         examples_utils.set_file_format(examples, "tfrecords_gzip")
         examples.set_string_custom_property("compression", compression)
-        examples.set_string_custom_property("shard_plan", json.dumps(report))
+        examples.set_string_custom_property(keys.SHARD_PLAN_KEY, json.dumps(report))
         examples.set_int_custom_property("records_written", written)
         examples.set_int_custom_property("quarantined_count", summary.count)
         quarantine.set_int_custom_property("count", summary.count)

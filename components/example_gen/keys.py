@@ -26,3 +26,5 @@ ENGINES = (BEAM, SPARK)
 
 # The shard plan and counts each conversion writes beside its Split-* folders.
 SHARD_PLAN_FILE = "shard_plan.json"
+# ... and the same plan as the Examples artifact's custom property.
+SHARD_PLAN_KEY = "shard_plan"

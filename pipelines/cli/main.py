@@ -180,6 +180,41 @@ def _span_line(summary, source) -> str:
     return f"{text} ({source.input_base}/{pattern})" if pattern else text
 
 
+def _spans_text(spans) -> str:
+    """Span numbers as ranges: ``1-3, 7``."""
+    if not spans:
+        return "none"
+    runs, start = [], spans[0]
+    for previous, span in zip(spans, [*spans[1:], None], strict=True):
+        if span != previous + 1:
+            runs.append(str(start) if start == previous else f"{start}-{previous}")
+            start = span
+    return ", ".join(runs)
+
+
+def _window_line(window) -> str:
+    """The window's spans and rows, and what Transform analyzed or took from its cache."""
+    spans = [s.span for s in window.spans]
+    return (
+        f"{len(spans)} span(s) ({_spans_text(spans)}), {window.rows('train'):,} train "
+        f"rows; Transform analyzed {_spans_text(list(window.analyzed))}, its analyzer "
+        f"cache served {_spans_text(list(window.from_cache))}"
+    )
+
+
+def _print_window_plan(plan, pattern) -> None:
+    """What a windowed run found before it starts: converted, to convert, missing."""
+    window = f"{plan.end - len(plan.on_disk) - len(plan.missing) + 1}-{plan.end}"
+    converting = [f.span for f in plan.to_convert]
+    print(
+        f"Window: spans {window}: {len(plan.converted)} converted by earlier runs, "
+        f"{len(converting)} to convert first ({_spans_text(converting)}), then span "
+        f"{pattern.describe(plan.end)} in the run; not on disk: "
+        f"{_spans_text(list(plan.missing))}",
+        flush=True,
+    )
+
+
 def _print_summary(
     summary, layout, config, run_id: str, seconds: float, report: str | None
 ) -> None:
@@ -189,6 +224,8 @@ def _print_summary(
     print(f"  run id:        {run_id}")
     if config.source.spans:
         print(f"  span:          {_span_line(summary, config.source)}")
+    if summary.window:
+        print(f"  window:        {_window_line(summary.window)}")
     print(f"  ran:           {', '.join(summary.executed) or 'nothing (all reused)'}")
     print(f"  reused:        {', '.join(summary.reused) or 'nothing'}")
     if summary.pushed_model:
@@ -314,6 +351,7 @@ def _run(args: argparse.Namespace) -> None:
                 args.beam_arg,
                 enable_cache=not args.no_cache,
                 on_recovery=_print_recovery,
+                on_window=lambda plan: _print_window_plan(plan, source.spans),
                 run_id=run_id,
             )
         except Exception as e:

@@ -51,6 +51,13 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
         "latest on disk); a span that is not on disk fails the run",
     )
     parser.add_argument(
+        "--window",
+        type=int,
+        metavar="N",
+        help="with spans in --data: train on this span and the N-1 before it; each span is "
+        "converted and analyzed once, by the first run whose window holds it (local runs)",
+    )
+    parser.add_argument(
         "--format",
         choices=("csv", "parquet", "images"),
         help="what --data holds (default: detected from the folder)",
@@ -236,11 +243,12 @@ def _source(args: argparse.Namespace):
         data_root = os.path.abspath(data_root)
     pattern = spans.split_data_path(data_root)
     if pattern is None:
-        if args.span is not None:
-            raise UsageError(
-                f"--span {args.span}: --data {data_root} names no spans; name its span folders "
-                "with {SPAN} or {YYYY}-{MM}-{DD}, e.g. 'events/day-{SPAN}/'."
-            )
+        for flag, value in (("--span", args.span), ("--window", args.window)):
+            if value is not None:
+                raise UsageError(
+                    f"{flag} {value}: --data {data_root} names no spans; name its span "
+                    "folders with {SPAN} or {YYYY}-{MM}-{DD}, e.g. 'events/day-{SPAN}/'."
+                )
         source = data_source.open_source(data_root, args.format)
     else:
         span = pattern.find(spans.parse_span(args.span))
@@ -420,6 +428,7 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
         ),
         module_file=module_file,
         span=None if args.span is None else str(spans.parse_span(args.span)),
+        window=args.window,
     )
 
 

@@ -142,6 +142,10 @@ class PipelineConfig:
         run_fn replace the built-in ones; None: the built-in ones.
       span: data in spans: the span to convert (its number, as text); None:
         the latest on disk when the run starts.
+      window: data in spans: Transform and the Trainer read this span (which
+        ``span`` must then name) and the window - 1 spans before it, converted
+        by earlier runs (ExampleGen converts one span per run) and analyzed
+        once each through Transform's analyzer cache; None: this span alone.
     """
 
     name: str
@@ -157,8 +161,17 @@ class PipelineConfig:
     ingest: IngestOptions = dataclasses.field(default_factory=IngestOptions)
     module_file: ModuleFile | None = None
     span: str | None = None
+    window: int | None = None
 
     def __post_init__(self):
+        if self.window is not None:
+            if self.window < 1:
+                raise ValueError(f"window must be at least 1 span, got {self.window}.")
+            if not self.source.spans:
+                raise ValueError(
+                    f"window {self.window}: {self.source.root} is not data in spans; name the "
+                    "span folders with {SPAN} or {YYYY}-{MM}-{DD}."
+                )
         if self.span is not None:
             if not self.source.spans:
                 raise ValueError(f"span {self.span}: {self.source.root} is not data in spans.")

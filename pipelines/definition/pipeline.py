@@ -38,10 +38,17 @@ from tfrecord_pipelines.components.example_gen.component import input_config_for
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.components.pusher import executor as pusher_executor
 from tfrecord_pipelines.components.trainer.training_length import DEFAULT_MIN_STEPS
+from tfrecord_pipelines.components.transform.component import Transform
 from tfrecord_pipelines.definition.baseline_model import baseline_model_resolver
 from tfrecord_pipelines.definition.config import PipelineConfig
 from tfrecord_pipelines.definition.evaluation import make_eval_config
 from tfrecord_pipelines.definition.module_file import PREPROCESSING_FN, RUN_FN
+from tfrecord_pipelines.definition.span_window import (
+    CACHE_KEY,
+    EXAMPLES_KEY,
+    analyzer_cache_resolver,
+    span_window_resolver,
+)
 
 BUILT_IN_PREPROCESSING_FN = "tfrecord_pipelines.components.transform.preprocessing.preprocessing_fn"
 BUILT_IN_RUN_FN = "tfrecord_pipelines.components.trainer.run.run_fn"
@@ -72,6 +79,64 @@ def _train_steps(config: PipelineConfig, users_run_fn: bool) -> int:
     if config.train_steps is not None:
         return config.train_steps
     return DEFAULT_MIN_STEPS if users_run_fn else 0
+
+
+def _window(config: PipelineConfig, example_gen: ShardedExampleGen) -> tfx.dsl.Resolver | None:
+    """The Resolver of the window's spans for Transform and the Trainer, with ``window``."""
+    if not config.window:
+        return None
+    if config.span is None:
+        raise ValueError("A window of spans needs its last span: set config.span.")
+    return span_window_resolver(example_gen, config.window, int(config.span))
+
+
+def _ingest(config: PipelineConfig, span: str | None) -> tuple:
+    """The curated schema's import (or None) and ShardedExampleGen for ``span``."""
+    source = config.source
+    curated_schema = (
+        CuratedSchemaGen(schema_file=config.schema_path).with_id(SCHEMA_IMPORT_ID)
+        if config.schema_path
+        else None
+    )
+    example_gen = ShardedExampleGen(
+        input_base=source.input_base,
+        input_config=input_config_for(source),
+        source_format=source.format,
+        sharding=ShardingOptions(num_readers=config.ingest.num_readers),
+        compression=config.ingest.compression_for(source),
+        encoding=config.ingest.encoding,
+        engine=config.ingest.engine,
+        spark_master=config.ingest.spark_master,
+        spark_conf=dict(config.ingest.spark_conf) or None,
+        label_key=config.task.label,
+        # A curated schema types the CSV columns; otherwise they are inferred.
+        schema=curated_schema.outputs["schema"] if curated_schema else None,
+        code_version=code_version.code_version(code_version.EXAMPLE_GEN_CODE),
+        span=span,
+    ).with_id(EXAMPLE_GEN_ID)
+    return curated_schema, example_gen
+
+
+def create_backfill_pipeline(
+    config: PipelineConfig,
+    pipeline_root: str,
+    span: int,
+    *,
+    metadata_connection_config: metadata_store_pb2.ConnectionConfig | None = None,
+    beam_pipeline_args: Sequence[str] = (),
+) -> tfx.dsl.Pipeline:
+    """The pipeline's ExampleGen alone, converting ``span``: the first run of a window
+    converts the window's earlier spans with it. Same name and node ids as
+    ``create_pipeline``, so the window's Resolver finds what it wrote."""
+    curated_schema, example_gen = _ingest(config, str(span))
+    return tfx.dsl.Pipeline(
+        pipeline_name=config.name,
+        pipeline_root=pipeline_root,
+        components=[c for c in (curated_schema, example_gen) if c],
+        metadata_connection_config=metadata_connection_config,
+        beam_pipeline_args=list(beam_pipeline_args),
+        enable_cache=True,
+    )
 
 
 def create_pipeline(
@@ -106,30 +171,11 @@ def create_pipeline(
     Returns:
       The TFX pipeline.
     """
-    source = config.source
-    images = source.is_images
-    curated_schema = (
-        CuratedSchemaGen(schema_file=config.schema_path).with_id(SCHEMA_IMPORT_ID)
-        if config.schema_path
-        else None
-    )
-    example_gen = ShardedExampleGen(
-        input_base=source.input_base,
-        input_config=input_config_for(source),
-        source_format=source.format,
-        sharding=ShardingOptions(num_readers=config.ingest.num_readers),
-        compression=config.ingest.compression_for(source),
-        encoding=config.ingest.encoding,
-        engine=config.ingest.engine,
-        spark_master=config.ingest.spark_master,
-        spark_conf=dict(config.ingest.spark_conf) or None,
-        label_key=config.task.label,
-        # A curated schema types the CSV columns; otherwise they are inferred.
-        schema=curated_schema.outputs["schema"] if curated_schema else None,
-        code_version=code_version.code_version(code_version.EXAMPLE_GEN_CODE),
-        span=config.span,
-    ).with_id(EXAMPLE_GEN_ID)
+    images = config.source.is_images
+    curated_schema, example_gen = _ingest(config, config.span)
     statistics = example_gen.outputs["statistics"]
+    window = _window(config, example_gen)
+    examples = window.outputs[EXAMPLES_KEY] if window else example_gen.outputs["examples"]
     schema_gen = curated_schema or tfx.components.SchemaGen(
         statistics=statistics, infer_feature_shape=True
     )
@@ -140,17 +186,19 @@ def create_pipeline(
     # Images are never copied: a module file's run_fn gets ExampleGen's shards.
     users_run_fn = bool(config.module_file and config.module_file.defines(RUN_FN))
     materialize = users_run_fn and not images
-    transform = tfx.components.Transform(
-        examples=example_gen.outputs["examples"],
+    cache = analyzer_cache_resolver(TRANSFORM_ID) if window else None
+    transform = Transform(
+        examples=examples,
         schema=schema_gen.outputs["schema"],
         materialize=materialize,
         # ExampleGen has described the data already; Transform's pre- and
         # post-transform statistics would be two more passes that nothing shows.
         disable_statistics=True,
-        # The analyzer cache serves incremental analysis over new spans of
-        # data; this pipeline analyzes its one span whole, so it would be
-        # written for nothing.
-        disable_analyzer_cache=True,
+        # The analyzer cache serves a window of spans: each span is analyzed
+        # once, by the first run whose window holds it. One span, analyzed
+        # whole, would write it for nothing.
+        analyzer_cache=cache.outputs[CACHE_KEY] if cache else None,
+        disable_analyzer_cache=not window,
         # The code version makes a changed built-in preprocessing_fn a cache
         # miss; a module file's content is in TFX's cache key already.
         custom_config={**task_config, **_code(code_version.TRANSFORM_CODE)},
@@ -158,11 +206,7 @@ def create_pipeline(
     ).with_id(TRANSFORM_ID)
     training = dataclasses.replace(config.training, raw_examples=not materialize)
     trainer = tfx.components.Trainer(
-        examples=(
-            transform.outputs["transformed_examples"]
-            if materialize
-            else example_gen.outputs["examples"]
-        ),
+        examples=(transform.outputs["transformed_examples"] if materialize else examples),
         transform_graph=transform.outputs["transform_graph"],
         schema=schema_gen.outputs["schema"],
         # 0 is TFX's "not set": the built-in run_fn then plans from the data's size.
@@ -179,6 +223,7 @@ def create_pipeline(
         example_gen,
         schema_gen,
         example_validator,
+        *([window, cache] if window else []),
         transform,
         trainer,
     ]

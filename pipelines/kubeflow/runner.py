@@ -64,10 +64,17 @@ def compile_for_kubeflow(
       output_file.
 
     Raises:
-      ValueError: if output_file does not end in .yaml or .yml.
+      ValueError: if output_file does not end in .yaml or .yml, or the config
+        asks for a window of spans.
     """
     if not output_file.endswith((".yaml", ".yml")):
         raise ValueError(f"Output {output_file!r} must end in .yaml or .yml.")
+    if config.window:
+        raise ValueError(
+            f"window {config.window}: a window of spans is resolved from ML Metadata by TFX's "
+            "Resolver, which Kubeflow Pipelines' open-source backend does not run; run it "
+            "locally (run --window), or compile one span per run."
+        )
     with _module_file_by_path():
         pipeline = create_pipeline(
             config,

@@ -35,11 +35,13 @@ class NodeExecution:
       execution: the ML Metadata execution.
       outputs: its published output artifacts by output key (none unless it
         completed or was reused).
+      inputs: its input artifacts by input key.
     """
 
     node_id: str
     execution: metadata_store_pb2.Execution
     outputs: dict[str, list[metadata_store_pb2.Artifact]]
+    inputs: dict[str, list[metadata_store_pb2.Artifact]] = dataclasses.field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -76,17 +78,26 @@ def read_run(store, pipeline_name: str, run_id: str) -> dict[str, NodeExecution]
     executions = store.get_executions_by_context(context.id)
     node_ids = node_ids_by_execution(store, pipeline_name)
     events = store.get_events_by_execution_ids([e.id for e in executions])
-    outputs = [e for e in events if e.type == metadata_store_pb2.Event.OUTPUT]
-    artifacts = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in outputs])}
-    by_execution: dict[int, dict[str, list]] = {}
-    for event in outputs:
+    artifacts = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in events])}
+    by_kind: dict[int, dict[int, dict[str, list]]] = {
+        metadata_store_pb2.Event.OUTPUT: {},
+        metadata_store_pb2.Event.INPUT: {},
+    }
+    for event in events:
+        if event.type not in by_kind:
+            continue
         key = event.path.steps[0].key if event.path.steps else ""
-        by_execution.setdefault(event.execution_id, {}).setdefault(key, []).append(
+        by_kind[event.type].setdefault(event.execution_id, {}).setdefault(key, []).append(
             artifacts[event.artifact_id]
         )
     run = {}
     for execution in sorted(executions, key=lambda e: e.id):
         node_id = node_ids.get(execution.id)
         if node_id is not None:
-            run[node_id] = NodeExecution(node_id, execution, by_execution.get(execution.id, {}))
+            run[node_id] = NodeExecution(
+                node_id,
+                execution,
+                by_kind[metadata_store_pb2.Event.OUTPUT].get(execution.id, {}),
+                by_kind[metadata_store_pb2.Event.INPUT].get(execution.id, {}),
+            )
     return run

@@ -13,7 +13,12 @@ from tfx.dsl.compiler import constants as compiler_constants
 from tfx.orchestration.portable import runtime_parameter_utils
 
 from tfrecord_pipelines.definition.config import PipelineConfig
-from tfrecord_pipelines.definition.pipeline import PUSHER_ID, create_pipeline
+from tfrecord_pipelines.definition.pipeline import (
+    EXAMPLE_GEN_ID,
+    PUSHER_ID,
+    create_backfill_pipeline,
+    create_pipeline,
+)
 from tfrecord_pipelines.local.beam_args import local_beam_args
 from tfrecord_pipelines.local.component_costs import metered_executors, record_costs
 from tfrecord_pipelines.local.interrupted_runs import (
@@ -22,6 +27,7 @@ from tfrecord_pipelines.local.interrupted_runs import (
 )
 from tfrecord_pipelines.local.layout import LocalLayout
 from tfrecord_pipelines.local.run_record import open_store
+from tfrecord_pipelines.local.span_backfill import WindowPlan, converted_spans, plan_window
 from tfrecord_pipelines.local.staged_models import settle_staged_models
 
 
@@ -70,6 +76,32 @@ def recover(layout: LocalLayout, pipeline_name: str) -> Recovery:
     return Recovery(tuple(interrupted), tuple(published), tuple(discarded))
 
 
+def _backfill(
+    config: PipelineConfig,
+    layout: LocalLayout,
+    beam_args: list[str],
+    on_window: Callable[[WindowPlan], None] | None,
+) -> WindowPlan:
+    """Converts the window's spans that no run converted yet, one ExampleGen run per span."""
+    pattern = config.source.spans
+    end = int(config.span)
+    converted = converted_spans(open_store(layout.metadata_path), config.name, EXAMPLE_GEN_ID)
+    plan = plan_window(pattern, config.window, end, converted)
+    if on_window:
+        on_window(plan)
+    connection = tfx.orchestration.metadata.sqlite_metadata_connection_config(layout.metadata_path)
+    for folder in plan.to_convert:
+        backfill = create_backfill_pipeline(
+            config,
+            layout.pipeline_root,
+            folder.span,
+            metadata_connection_config=connection,
+            beam_pipeline_args=beam_args,
+        )
+        _RunnerWithRunId(f"{new_run_id()}-span-{folder.span}").run(backfill)
+    return plan
+
+
 def run_locally(
     config: PipelineConfig,
     layout: LocalLayout,
@@ -78,6 +110,7 @@ def run_locally(
     enable_cache: bool = True,
     run_id: str | None = None,
     on_recovery: Callable[[Recovery], None] | None = None,
+    on_window: Callable[[WindowPlan], None] | None = None,
 ) -> str:
     """Runs the pipeline end to end with LocalDagRunner; returns the run id.
 
@@ -97,11 +130,24 @@ def run_locally(
       enable_cache: reuse earlier executions with the same inputs, parameters and code.
       run_id: the pipeline run's id (its ML Metadata context); default: ``new_run_id()``.
       on_recovery: called with what ``recover`` found, before the run starts.
+      on_window: with ``config.window``: called with the window's plan before
+        its missing conversions start (``span_backfill``).
     """
     os.makedirs(os.path.dirname(layout.metadata_path), exist_ok=True)
     recovery = recover(layout, config.name)
     if on_recovery:
         on_recovery(recovery)
+    beam_args = local_beam_args(beam_pipeline_args)
+    if config.window:
+        if config.span is None:
+            # Pinned: the window, its backfill and ExampleGen agree on the last span.
+            config = dataclasses.replace(config, span=str(config.source.spans.find().span))
+        with metered_executors() as costs:
+            try:
+                _backfill(config, layout, beam_args, on_window)
+            finally:
+                with contextlib.suppress(Exception):
+                    record_costs(open_store(layout.metadata_path), costs)
     pipeline = create_pipeline(
         config,
         layout.pipeline_root,
@@ -111,7 +157,7 @@ def run_locally(
         metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
             layout.metadata_path
         ),
-        beam_pipeline_args=local_beam_args(beam_pipeline_args),
+        beam_pipeline_args=beam_args,
     )
     run_id = run_id or new_run_id()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from tfrecord_pipelines.components.example_gen.keys import SHARD_PLAN_KEY
 from tfrecord_pipelines.components.trainer.training_length import TrainingLength
 from tfrecord_pipelines.definition.pipeline import (
     EVALUATOR_ID,
@@ -57,9 +58,9 @@ def example_gen_shard_plan(run: dict[str, NodeExecution]) -> dict:
     """The run's ShardedExampleGen shard plan, as its examples artifact records it ({} if none)."""
     node = run.get(EXAMPLE_GEN_ID)
     examples = node.output("examples") if node else None
-    if examples is None or "shard_plan" not in examples.custom_properties:
+    if examples is None or SHARD_PLAN_KEY not in examples.custom_properties:
         return {}
-    return json.loads(examples.custom_properties["shard_plan"].string_value)
+    return json.loads(examples.custom_properties[SHARD_PLAN_KEY].string_value)
 
 
 def _split_records(run: dict[str, NodeExecution]) -> tuple[int | None, dict[str, int]]:
@@ -70,18 +71,22 @@ def _split_records(run: dict[str, NodeExecution]) -> tuple[int | None, dict[str,
 
 
 def component_costs(
-    run: dict[str, NodeExecution], training: TrainingLength | None
+    run: dict[str, NodeExecution],
+    training: TrainingLength | None,
+    analyzed_rows: int | None = None,
 ) -> list[ComponentCost]:
     """Every executed component's cost, in execution order (reused ones cost nothing).
 
     Args:
       run: the run's executions by node id.
       training: what the run's Trainer trained on (its ``training.json``), if it said.
+      analyzed_rows: the train rows Transform read, where they are not this
+        run's train split (a window of spans: the spans its cache lacked).
     """
     read, splits = _split_records(run)
     records = {
         EXAMPLE_GEN_ID: read,
-        TRANSFORM_ID: splits.get("train"),
+        TRANSFORM_ID: splits.get("train") if analyzed_rows is None else analyzed_rows,
         TRAINER_ID: training.examples if training else None,
         EVALUATOR_ID: splits.get("eval"),
     }

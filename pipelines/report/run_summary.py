@@ -17,6 +17,7 @@ from tfrecord_pipelines.definition.pipeline import (
     PUSHER_ID,
     TRAINER_ID,
 )
+from tfrecord_pipelines.definition.span_window import ANALYZER_CACHE_RESOLVER, WINDOW_RESOLVER
 from tfrecord_pipelines.local.run_record import NodeExecution, read_run
 from tfrecord_pipelines.report.component_costs import (
     ComponentCost,
@@ -25,6 +26,10 @@ from tfrecord_pipelines.report.component_costs import (
 )
 from tfrecord_pipelines.report.evaluation import candidate_values, overall_metric_values
 from tfrecord_pipelines.report.intervals import metric_intervals
+from tfrecord_pipelines.report.span_window import WindowSummary, summarize_window
+
+# Nodes that pick artifacts from ML Metadata: they run, but compute nothing a user counts.
+RESOLVERS = (BASELINE_RESOLVER, WINDOW_RESOLVER, ANALYZER_CACHE_RESOLVER)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,9 +59,11 @@ class RunSummary:
       span: the span ExampleGen converted, its version (None: the pattern has
         no {VERSION}) and the input pattern it read (span folders filled in):
         for data in spans; 0, None and the pattern otherwise.
+      window: with ``--window``: the window's spans, their rows, and which
+        spans Transform analyzed or took from its analyzer cache.
       pushed_earlier: the push was an earlier run's, reused with the Pusher.
       reused: the components whose earlier outputs were reused (CACHED).
-      executed: the components that ran (not counting the baseline's Resolver).
+      executed: the components that ran (not counting Resolvers).
       costs: each component that ran: wall and CPU time, records per second.
     """
 
@@ -74,6 +81,7 @@ class RunSummary:
     quarantine: str
     skipped_files: tuple[int, list[str]]
     span: tuple[int, int | None, str | None]
+    window: WindowSummary | None
     pushed_earlier: bool
     reused: tuple[str, ...]
     executed: tuple[str, ...]
@@ -114,6 +122,7 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
     training = read_training_report(model_run.uri)
     # One read of TFMA's metrics and plots: the intervals come from the same values.
     metrics = overall_metrics(evaluation.uri)
+    window = summarize_window(run)
     return RunSummary(
         blessed=evaluator.output("blessing").custom_properties["blessed"].int_value == 1,
         pushed_model=(
@@ -131,10 +140,9 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         quarantine=quarantine.uri,
         skipped_files=(skipped.get("count", 0), skipped.get("first", [])),
         span=(plan.get("span", 0), plan.get("version"), plan.get("input_pattern")),
+        window=window,
         pushed_earlier=pusher_execution.state == "cached",
         reused=tuple(n for n, e in run.items() if e.state == "cached"),
-        executed=tuple(
-            n for n, e in run.items() if e.state == "complete" and n != BASELINE_RESOLVER
-        ),
-        costs=tuple(component_costs(run, training)),
+        executed=tuple(n for n, e in run.items() if e.state == "complete" and n not in RESOLVERS),
+        costs=tuple(component_costs(run, training, window.analyzed_rows() if window else None)),
     )

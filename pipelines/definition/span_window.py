@@ -1,0 +1,111 @@
+"""A rolling window of spans: this run's span and the N-1 before it, from ML Metadata.
+
+ShardedExampleGen converts one span per execution; Transform and the Trainer
+read the window's spans, which earlier runs converted. TFX 1.16's
+``SpanRangeStrategy`` with a ``RollingRange`` comes close but not close
+enough for daily runs:
+- its window ends at the newest span in the store, so a run asked for an
+  earlier span (``--span 20``, a re-run of a past day) would train on later
+  days;
+- it returns every artifact in range: a span converted twice (a new
+  ``{VERSION}``, a changed converter) would be read twice.
+``SpanWindowStrategy`` ends the window at this run's span (pinned when the
+run starts) and keeps, per span, the highest version's newest conversion. Transform's analyzer cache
+comes back through a second resolver: the latest ``updated_analyzer_cache``.
+"""
+
+from __future__ import annotations
+
+from tfx import types
+from tfx import v1 as tfx
+from tfx.dsl.components.base import base_node
+
+from tfrecord_pipelines.components.example_gen.keys import SHARD_PLAN_KEY
+
+WINDOW_RESOLVER = "span_window_resolver"
+ANALYZER_CACHE_RESOLVER = "analyzer_cache_resolver"
+EXAMPLES_KEY = "examples"
+CACHE_KEY = "cache"
+_SPAN = "span"
+_VERSION = "version"
+
+
+def _span(artifact: types.Artifact) -> int:
+    return artifact.get_int_custom_property(_SPAN)
+
+
+def _version(artifact: types.Artifact) -> int:
+    return (
+        artifact.get_int_custom_property(_VERSION) if artifact.has_custom_property(_VERSION) else -1
+    )
+
+
+class SpanWindowStrategy(tfx.dsl.experimental.ResolverStrategy):
+    """Spans ``end - num_spans + 1`` to ``end`` of ``examples``: per span the highest version's
+    newest conversion, in span order."""
+
+    def __init__(self, num_spans: int, end: int):
+        if num_spans < 1:
+            raise ValueError(f"num_spans must be at least 1, got {num_spans}.")
+        self._num_spans = num_spans
+        self._end = end
+
+    def resolve_artifacts(self, store, input_dict: dict[str, list[types.Artifact]]):  # noqa: D102
+        start = self._end - self._num_spans + 1
+        newest: dict[int, types.Artifact] = {}
+        for artifact in input_dict.get(EXAMPLES_KEY, []):
+            # Only ExampleGen's own conversions: a materializing Transform's output is Examples too.
+            if not artifact.has_custom_property(SHARD_PLAN_KEY):
+                continue
+            span = _span(artifact)
+            if not start <= span <= self._end:
+                continue
+            known = newest.get(span)
+            if known is None or (_version(artifact), artifact.id) > (_version(known), known.id):
+                newest[span] = artifact
+        return {EXAMPLES_KEY: [newest[span] for span in sorted(newest)]}
+
+
+class LatestIfAnyStrategy(tfx.dsl.experimental.ResolverStrategy):
+    """The newest artifact of each input, or none: TFX's LatestArtifactStrategy fails the
+    resolver when there is none (a first run has no analyzer cache yet)."""
+
+    def resolve_artifacts(self, store, input_dict: dict[str, list[types.Artifact]]):  # noqa: D102
+        return {key: sorted(found, key=lambda a: a.id)[-1:] for key, found in input_dict.items()}
+
+
+def span_window_resolver(
+    example_gen: base_node.BaseNode, num_spans: int, end: int
+) -> tfx.dsl.Resolver:
+    """The Resolver handing Transform and the Trainer the window's Examples.
+
+    Args:
+      example_gen: the ExampleGen whose conversions fill the window; the
+        Resolver runs after it, so that this run's span is among them.
+      num_spans: the window's length in spans.
+      end: the window's last span: the run's own.
+    """
+    resolver = tfx.dsl.Resolver(
+        strategy_class=SpanWindowStrategy,
+        config={"num_spans": num_spans, "end": end},
+        # A plain Channel: every conversion ExampleGen recorded, of any run.
+        examples=tfx.dsl.Channel(
+            type=tfx.types.standard_artifacts.Examples,
+            producer_component_id=example_gen.id,
+            output_key=EXAMPLES_KEY,
+        ),
+    ).with_id(WINDOW_RESOLVER)
+    resolver.add_upstream_node(example_gen)
+    return resolver
+
+
+def analyzer_cache_resolver(transform_id: str) -> tfx.dsl.Resolver:
+    """The Resolver handing Transform the analyzer cache its last execution wrote."""
+    return tfx.dsl.Resolver(
+        strategy_class=LatestIfAnyStrategy,
+        cache=tfx.dsl.Channel(
+            type=tfx.types.standard_artifacts.TransformCache,
+            producer_component_id=transform_id,
+            output_key="updated_analyzer_cache",
+        ),
+    ).with_id(ANALYZER_CACHE_RESOLVER)

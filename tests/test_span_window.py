@@ -1,0 +1,138 @@
+"""Daily runs over a rolling window of spans: each span converted and analyzed once."""
+
+import csv
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_transform as tft
+
+from conftest import run_cli, run_summary
+from tfrecord_pipelines.components.task import vocabulary_name
+from tfrecord_pipelines.local.run_record import open_store, read_run
+
+pytestmark = pytest.mark.e2e
+
+ROWS = 400
+
+
+def _write_day(folder: Path, seed: int, rows: int = ROWS) -> None:
+    """A day of rows: a number, a colour (a new one on some days) and a label that follows both."""
+    rng = random.Random(seed)
+    colours = ["red", "green", "blue"] + (["violet"] if seed % 2 else [])
+    folder.mkdir(parents=True)
+    with open(folder / "rows.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["x", "colour", "label"])
+        for _ in range(rows):
+            x = rng.gauss(seed, 2)
+            colour = rng.choice(colours)
+            writer.writerow([round(x, 4), colour, int(x + (2 if colour == "red" else 0) > seed)])
+
+
+def _run(data: Path, output: Path, *extra: str):
+    result = run_cli(
+        "run", "--data", f"{data}/day-{{SPAN}}/", "--label", "label", "--window", "2",
+        "--train-steps", "20", "--min-accuracy", "0", "--output", str(output), *extra,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def _example_gen_spans(output: Path) -> list[tuple[int, str]]:
+    """(span, input pattern) of every conversion the pipeline's ExampleGen recorded."""
+    store = open_store(str(output / "metadata" / "events" / "metadata.db"))
+    context = store.get_context_by_type_and_name("node", "events.ShardedExampleGen")
+    found = []
+    for artifact in store.get_artifacts_by_context(context.id):
+        if "shard_plan" in artifact.custom_properties:
+            plan = artifact.custom_properties["shard_plan"].string_value
+            pattern = re.search(r'"input_pattern": "([^"]+)"', plan).group(1)
+            found.append((artifact.custom_properties["span"].int_value, pattern))
+    return sorted(found)
+
+
+@pytest.fixture(scope="module")
+def daily(tmp_path_factory):
+    """Day 2's run (a first run: it converts day 1 too), then day 3's; and day 3's window
+    analyzed whole, without a cache, in another output folder."""
+    root = tmp_path_factory.mktemp("daily")
+    data = root / "events"
+    for day in (1, 2, 3):
+        _write_day(data / f"day-{day}", seed=day)
+    output = root / "out"
+    day_2 = _run(data, output, "--span", "2")
+    spans_after_day_2 = _example_gen_spans(output)
+    day_3 = _run(data, output)
+    whole = _run(data, root / "whole", "--span", "3")
+    return data, output, root / "whole", day_2, spans_after_day_2, day_3, whole
+
+
+def test_the_first_run_converts_the_window_then_each_run_only_its_new_span(daily):
+    data, output, _, day_2, spans_after_day_2, day_3, _ = daily
+    assert (
+        "Window: spans 1-2: 0 converted by earlier runs, 1 to convert first (1), then span 2 "
+        "in the run; not on disk: none"
+    ) in day_2
+    assert spans_after_day_2 == [(1, "day-1/*.csv"), (2, "day-2/*.csv")]
+    assert (
+        "Window: spans 2-3: 1 converted by earlier runs, 0 to convert first (none), then span 3 "
+        "in the run; not on disk: none"
+    ) in day_3
+    # Day 3's ExampleGen read day 3's files and nothing else.
+    assert _example_gen_spans(output) == [*spans_after_day_2, (3, "day-3/*.csv")]
+    summary = run_summary(output, "events", day_3)
+    assert summary.span == (3, None, "day-3/*.csv")
+    assert f"span:          3 ({data}/day-3/*.csv)" in day_3
+    assert [s.span for s in summary.window.spans] == [2, 3]
+    assert summary.window.rows("train") + summary.window.rows("eval") == 2 * ROWS
+
+
+def test_transform_analyzes_only_the_new_span_and_its_cache_serves_the_rest(daily):
+    _, output, _, day_2, _, day_3, whole = daily
+    assert "Transform analyzed 1-2, its analyzer cache served none" in day_2
+    assert "Transform analyzed 3, its analyzer cache served 2" in day_3
+    summary = run_summary(output, "events", day_3)
+    assert (summary.window.analyzed, summary.window.from_cache) == ((3,), (2,))
+    assert "Transform analyzed 2-3, its analyzer cache served none" in whole
+
+
+def _transform_output(output: Path, printed: str) -> tft.TFTransformOutput:
+    store = open_store(str(output / "metadata" / "events" / "metadata.db"))
+    run = read_run(store, "events", re.search(r"run id: +(\S+)", printed).group(1))
+    return tft.TFTransformOutput(run["Transform"].output("transform_graph").uri)
+
+
+def test_the_cached_analysis_equals_a_whole_analysis_of_the_window(daily):
+    data, output, whole_output, _, _, day_3, whole = daily
+    cached = _transform_output(output, day_3)
+    full = _transform_output(whole_output, whole)
+    for name in ("colour", "label"):
+        assert cached.vocabulary_by_name(vocabulary_name(name)) == full.vocabulary_by_name(
+            vocabulary_name(name)
+        )
+    # Means and variances: the same rows give the same z-scores through both graphs.
+    rows = [line.split(",") for day in (2, 3) for line in
+            (data / f"day-{day}" / "rows.csv").read_text().splitlines()[1:]]  # fmt: skip
+    feature = tf.train.Feature
+    serialized = [
+        tf.train.Example(
+            features=tf.train.Features(
+                feature={
+                    "x": feature(float_list=tf.train.FloatList(value=[float(x)])),
+                    "colour": feature(bytes_list=tf.train.BytesList(value=[colour.encode()])),
+                    "label": feature(int64_list=tf.train.Int64List(value=[int(label)])),
+                }
+            )
+        ).SerializeToString()
+        for x, colour, label in rows
+    ]
+    batch = tf.io.parse_example(serialized, full.raw_feature_spec())
+    got = cached.transform_features_layer()(batch)
+    want = full.transform_features_layer()(batch)
+    assert got.keys() == want.keys()
+    for key in want:
+        np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), rtol=1e-6, atol=1e-6)
