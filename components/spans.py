@@ -25,6 +25,8 @@ VERSION_SPEC = re.compile(r"\{VERSION(?::(\d+))?\}")
 DATE_SPECS = ("{YYYY}", "{MM}", "{DD}")
 _ANY_SPEC = re.compile(r"\{(?:SPAN|VERSION)(?::\d+)?\}|\{YYYY\}|\{MM\}|\{DD\}")
 _EPOCH = datetime.date(1970, 1, 1)
+# A span asked for by name: the latest on disk.
+LATEST = "latest"
 
 
 def has_specs(path: str) -> bool:
@@ -219,12 +221,12 @@ def split_data_path(path: str) -> SpanPattern | None:
 
 def parse_span(text: str | int | None) -> int | None:
     """A span asked for: a number (``31``), a day (``2026-11-25`` or ``20261125``, for date
-    specs: its days since 1970-01-01), or ``""``/None for the latest on disk.
+    specs: its days since 1970-01-01), or ``latest``, ``""`` or None for the latest on disk.
 
     Raises:
       ValueError: if ``text`` is none of these.
     """
-    if text is None or text == "":
+    if text is None or str(text).strip().lower() in ("", LATEST):
         return None
     if isinstance(text, int):
         span = text

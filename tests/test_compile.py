@@ -293,3 +293,27 @@ def test_example_gen_converts_on_the_spark_master_it_was_compiled_with(compiled)
         # The executors run the image the components run.
         "spark.kubernetes.container.image": "registry.example/tp:1",
     }
+
+
+def test_data_in_spans_compiles_with_the_span_as_a_run_time_parameter(tmp_path):
+    for day in (1, 2):
+        (tmp_path / "events" / f"day-{day}").mkdir(parents=True)
+        (tmp_path / "events" / f"day-{day}" / "rows.csv").write_text("x,label\n1,0\n2,1\n")
+    output = tmp_path / "events.yaml"
+    result = run_cli(
+        "compile", "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
+        "--output", str(output), "--serving-dir", "gs://bucket/serving",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    spec = _pipeline_spec(output)
+    # The run's span is a pipeline parameter, by default the latest on disk, that reaches
+    # ExampleGen; a run (or a schedule) may set it.
+    assert spec["root"]["inputDefinitions"]["parameters"]["span"] == {
+        "parameterType": "STRING",
+        "defaultValue": "latest",
+        "isOptional": True,
+    }
+    example_gen = spec["root"]["dag"]["tasks"]["ShardedExampleGen"]["inputs"]["parameters"]
+    assert example_gen["requested_span"] == {"componentInputParameter": "span"}
+    assert example_gen["input_base"]["runtimeValue"]["constant"] == f"{tmp_path}/events"
+    assert "day-{SPAN}/*.csv" in example_gen["input_config"]["runtimeValue"]["constant"]

@@ -8,6 +8,9 @@ through the entry point in ``test_kfp_local_dag.py``.
 
 from __future__ import annotations
 
+import datetime
+import json
+
 import pytest
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
@@ -147,3 +150,22 @@ def test_tfx_parser_fails_on_the_driver_input_and_reads_the_repaired_one():
         "quarantine"
     ]
     assert isinstance(quarantine, Quarantine)
+
+
+def _with_parameters(**values: str) -> pipeline_spec_pb2.ExecutorInput:
+    return _executor_input(
+        {"inputs": {"parameterValues": values}, "outputs": {"outputFile": "/tmp/output.json"}}
+    )
+
+
+def test_the_span_a_run_asks_for_becomes_tfx_drivers_range_config():
+    executor_input = _with_parameters(requested_span="2026-11-25", input_base="gs://b/events")
+    kfp_executor.request_span_parameter(executor_input)
+    values = executor_input.inputs.parameter_values
+    day = (datetime.date(2026, 11, 25) - datetime.date(1970, 1, 1)).days
+    assert json.loads(values["range_config"].string_value) == {
+        "static_range": {"start_span_number": day, "end_span_number": day}
+    }
+    latest = _with_parameters(requested_span="latest", input_base="gs://b/events")
+    kfp_executor.request_span_parameter(latest)
+    assert "range_config" not in latest.inputs.parameter_values

@@ -90,7 +90,7 @@ def _window(config: PipelineConfig, example_gen: ShardedExampleGen) -> tfx.dsl.R
     return span_window_resolver(example_gen, config.window, int(config.span))
 
 
-def _ingest(config: PipelineConfig, span: str | None) -> tuple:
+def _ingest(config: PipelineConfig, span) -> tuple:
     """The curated schema's import (or None) and ShardedExampleGen for ``span``."""
     source = config.source
     curated_schema = (
@@ -148,6 +148,7 @@ def create_pipeline(
     publish_after_metadata: bool = False,
     metadata_connection_config: metadata_store_pb2.ConnectionConfig | None = None,
     beam_pipeline_args: Sequence[str] = (),
+    requested_span: tfx.dsl.experimental.RuntimeParameter | None = None,
 ) -> tfx.dsl.Pipeline:
     """Builds the pipeline.
 
@@ -167,12 +168,17 @@ def create_pipeline(
         leaves it to the orchestrator.
       beam_pipeline_args: Beam options for the data components (runner,
         workers, ...).
+      requested_span: data in spans: the span ExampleGen converts, as a
+        run-time parameter each run fills (Kubeflow: a recurring run's
+        schedule); None: ``config.span``.
 
     Returns:
       The TFX pipeline.
     """
     images = config.source.is_images
-    curated_schema, example_gen = _ingest(config, config.span)
+    curated_schema, example_gen = _ingest(
+        config, config.span if requested_span is None else requested_span
+    )
     statistics = example_gen.outputs["statistics"]
     window = _window(config, example_gen)
     examples = window.outputs[EXAMPLES_KEY] if window else example_gen.outputs["examples"]

@@ -181,6 +181,25 @@ def _make_local_output_dirs(executor_input: pipeline_spec_pb2.ExecutorInput) -> 
     outputs_utils.make_output_dirs(local)
 
 
+def request_span_parameter(executor_input: pipeline_spec_pb2.ExecutorInput) -> dict:
+    """Turns ShardedExampleGen's ``requested_span`` parameter (a run's span, which a
+    schedule may fill) into the ``range_config`` TFX's driver reads; returns the
+    parameters as exec properties."""
+    from tfrecord_pipelines.components.example_gen.span_driver import request_span
+
+    values = executor_input.inputs.parameter_values
+    parameters = {
+        name: value.string_value
+        for name, value in values.items()
+        if value.WhichOneof("kind") == "string_value"
+    }
+    asked = request_span(parameters)
+    for name, value in asked.items():
+        if parameters.get(name) != value:
+            values[name].string_value = value
+    return asked
+
+
 def _run_example_gen_driver(
     executor_input: pipeline_spec_pb2.ExecutorInput, inputs_spec_json: str | None
 ) -> None:
@@ -193,12 +212,20 @@ def _run_example_gen_driver(
     from tfx.dsl.io import fileio
     from tfx.orchestration.kubeflow.v2.file_based_example_gen import driver
 
-    driver.main(
-        argparse.Namespace(
-            json_serialized_invocation_args=json_format.MessageToJson(executor_input),
-            json_serialized_inputs_spec_args=inputs_spec_json,
+    from tfrecord_pipelines.components.example_gen.span_driver import missing_span_error
+
+    parameters = request_span_parameter(executor_input)
+    try:
+        driver.main(
+            argparse.Namespace(
+                json_serialized_invocation_args=json_format.MessageToJson(executor_input),
+                json_serialized_inputs_spec_args=inputs_spec_json,
+            )
         )
-    )
+    except ValueError as e:
+        if "Cannot find matching" not in str(e):
+            raise
+        raise missing_span_error(parameters) from None
     driver_output = pipeline_spec_pb2.ExecutorOutput()
     with fileio.open(executor_input.outputs.output_file, "r") as f:
         json_format.Parse(f.read(), driver_output, ignore_unknown_fields=True)

@@ -30,6 +30,31 @@ _PIPELINE_ROOT_SET_AT_SUBMISSION = "pipeline-root-set-at-submission"
 _DO_NOT_PACKAGE = "UNSUPPORTED_DO_NOT_PACKAGE_USER_MODULES"
 
 
+# The run-time parameter naming the span a run converts, and its value for the latest on disk.
+SPAN_PARAMETER = "span"
+LATEST_SPAN = "latest"
+
+
+def _span_parameter(config: PipelineConfig) -> tfx.dsl.experimental.RuntimeParameter | None:
+    """For data in spans, the span as a run-time parameter, defaulting to the compiled one."""
+    if not config.source.spans:
+        return None
+    return tfx.dsl.experimental.RuntimeParameter(
+        name=SPAN_PARAMETER, ptype=str, default=config.span or LATEST_SPAN
+    )
+
+
+def _default_span(output_file: str, default: str) -> None:
+    """Gives the span parameter its default in the spec, which TFX's compiler leaves out
+    (KFP would then require it of every run): the compiled span, else the latest."""
+    with fileio.open(output_file) as f:
+        spec = yaml.safe_load(f.read())
+    parameter = spec["root"]["inputDefinitions"]["parameters"][SPAN_PARAMETER]
+    parameter.update(defaultValue=default, isOptional=True)
+    with fileio.open(output_file, "w") as f:
+        f.write(yaml.safe_dump(spec, sort_keys=False))
+
+
 def compile_for_kubeflow(
     config: PipelineConfig,
     output_file: str,
@@ -81,6 +106,7 @@ def compile_for_kubeflow(
             _PIPELINE_ROOT_SET_AT_SUBMISSION,
             compare_to_latest_blessed=False,
             enable_cache=enable_cache,
+            requested_span=_span_parameter(config),
         )
     resources = trainer_resources or TrainerResources()
     resource_spec = resources.to_resource_spec()
@@ -97,6 +123,8 @@ def compile_for_kubeflow(
         output_filename=os.path.basename(output_file),
     )
     runner.run(pipeline, write_out=True)
+    if config.source.spans:
+        _default_span(output_file, config.span or LATEST_SPAN)
     if placements:
         _append_platform_spec(output_file, placements)
     return output_file
