@@ -221,7 +221,9 @@ def split_data_path(path: str) -> SpanPattern | None:
 
 def parse_span(text: str | int | None) -> int | None:
     """A span asked for: a number (``31``), a day (``2026-11-25`` or ``20261125``, for date
-    specs: its days since 1970-01-01), or ``latest``, ``""`` or None for the latest on disk.
+    specs: its days since 1970-01-01), a day less some days (``2026-11-26-1d``: the day
+    before, as a schedule asks for the day that has just ended), or ``latest``, ``""`` or
+    None for the latest on disk.
 
     Raises:
       ValueError: if ``text`` is none of these.
@@ -230,16 +232,21 @@ def parse_span(text: str | int | None) -> int | None:
         return None
     if isinstance(text, int):
         span = text
-    elif re.fullmatch(r"\d{4}-?\d{2}-?\d{2}", text.strip()) and len(text.strip()) >= 8:
-        digits = text.strip().replace("-", "")
-        try:
-            return span_of_date(datetime.date(int(digits[:4]), int(digits[4:6]), int(digits[6:])))
-        except ValueError:
-            raise ValueError(f"Span {text!r} is not a day of the calendar.") from None
-    elif re.fullmatch(r"\d+", text.strip()):
-        span = int(text)
     else:
-        raise ValueError(f"Span {text!r}: give a span number (31) or a day (2026-11-25, 20261125).")
+        text = text.strip()
+        day = re.fullmatch(r"(\d{4})-?(\d{2})-?(\d{2})(?:-(\d+)d)?", text)
+        if day:
+            try:
+                date = datetime.date(int(day[1]), int(day[2]), int(day[3]))
+            except ValueError:
+                raise ValueError(f"Span {text!r} is not a day of the calendar.") from None
+            return span_of_date(date) - int(day[4] or 0)
+        if not re.fullmatch(r"\d+", text):
+            raise ValueError(
+                f"Span {text!r}: give a span number (31), a day (2026-11-25, 20261125), a day "
+                "less some days (2026-11-26-1d) or latest."
+            )
+        span = int(text)
     if span < 0:
         raise ValueError(f"Span {span} is negative; spans count from 0.")
     return span

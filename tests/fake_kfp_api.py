@@ -23,6 +23,11 @@ kubeflow/pipelines ``backend/src/apiserver`` at 2.4.1 and 2.5.0:
   executor label names an executor, every executor is a container or an
   importer (a TFX Resolver's is neither), every DAG task name is an Argo field
   name (``^[a-zA-Z0-9][-a-zA-Z0-9]*$``, with ``-driver`` at most 128).
+- Recurring run creation (``server/api_converter.go`` ``toModelJob``, then
+  ``CreateJob``): a name, a max concurrency of 1 to 10, a cron that robfig/cron
+  v1.2.0's ``cron.Parse`` accepts (``parse_robfig_cron``: six fields, seconds
+  first, or five without the day of the week, or a descriptor), each 400; then
+  the spec and parameters are checked as a run's.
 - The experiment and pipeline version exist; multi-user calls carry a namespace.
 
 It also checks this project's contract: a run's pipeline root, when given, is
@@ -107,6 +112,7 @@ class FakeKfpApi:
         self.pipelines: dict[str, dict] = {}
         self.versions: dict[str, dict] = {}
         self.runs: list[dict] = []
+        self.recurring_runs: list[dict] = []
         self.received_specs: list[tuple[dict, dict]] = []
         # What the server keeps of each uploaded version's file, by version id.
         self.templates: dict[str, _Template] = {}
@@ -157,6 +163,8 @@ class FakeKfpApi:
             return 200, self._create_experiment(call.body)
         if route == f"POST {API}/runs":
             return 200, self._create_run(call.body)
+        if route == f"POST {API}/recurringruns":
+            return 200, self._create_recurring_run(call.body)
         if route == f"GET {API}/pipelines":
             name = _filtered_name(call.query.get("filter"))
             found = [p for p in self.pipelines.values() if p["display_name"] == name]
@@ -197,17 +205,7 @@ class FakeKfpApi:
             raise _Rejected("The run name is empty. Please specify a valid name")
         if body.get("experiment_id") not in self.experiments:
             raise _Rejected(f"experiment {body.get('experiment_id')!r} not found", 404, 5)
-        reference = body.get("pipeline_version_reference")
-        if ("pipeline_spec" in body) == (reference is not None):
-            raise _Rejected("give either pipeline_spec or pipeline_version_reference")
-        if reference is not None:
-            version = self.versions.get(reference.get("pipeline_version_id"))
-            if version is None or version["pipeline_id"] != reference.get("pipeline_id"):
-                raise _Rejected(f"pipeline version {reference} not found", 404, 5)
-            template = self.templates[reference["pipeline_version_id"]]
-        else:
-            template = _run_template(body["pipeline_spec"])
-            self.received_specs.append((template.spec, template.platform))
+        template = self._template_of(body)
         runtime = body.get("runtime_config") or {}
         _check_parameters(template.spec, runtime.get("parameters") or {})
         _check_argo_compile(template.spec)
@@ -226,6 +224,54 @@ class FakeKfpApi:
         }
         self.runs.append(run)
         return run
+
+    def _create_recurring_run(self, body: dict) -> dict:
+        """CreateRecurringRun: toModelJob's checks, then what CreateJob checks of a run's spec."""
+        if not body.get("display_name"):
+            raise _Rejected("Recurring run name is empty. Please specify a valid name")
+        if body.get("experiment_id") not in self.experiments:
+            raise _Rejected(f"experiment {body.get('experiment_id')!r} not found", 404, 5)
+        concurrency = int(body.get("max_concurrency") or 0)
+        if not 1 <= concurrency <= 10:
+            raise _Rejected(
+                "Max concurrency of a recurring run must be at least 1 and at most 10. Received "
+                f"{concurrency}"
+            )
+        cron = (body.get("trigger") or {}).get("cron_schedule", {}).get("cron")
+        if cron is not None:
+            try:
+                parse_robfig_cron(cron)
+            except ValueError as e:
+                raise _Rejected(
+                    "Schedule cron is not a supported format(https://godoc.org/github.com/robfig/"
+                    f"cron). Error: {e}"
+                ) from None
+        template = self._template_of(body)
+        runtime = body.get("runtime_config") or {}
+        _check_parameters(template.spec, runtime.get("parameters") or {})
+        _check_argo_compile(template.spec)
+        recurring = {
+            **body,
+            "recurring_run_id": str(uuid.uuid4()),
+            "created_at": _CREATED_AT,
+            "status": "ENABLED" if body.get("mode") == "ENABLE" else "DISABLED",
+        }
+        self.recurring_runs.append(recurring)
+        return recurring
+
+    def _template_of(self, body: dict) -> _Template:
+        """The spec a run or recurring run names: inline, or an uploaded version's."""
+        reference = body.get("pipeline_version_reference")
+        if ("pipeline_spec" in body) == (reference is not None):
+            raise _Rejected("give either pipeline_spec or pipeline_version_reference")
+        if reference is not None:
+            version = self.versions.get(reference.get("pipeline_version_id"))
+            if version is None or version["pipeline_id"] != reference.get("pipeline_id"):
+                raise _Rejected(f"pipeline version {reference} not found", 404, 5)
+            return self.templates[reference["pipeline_version_id"]]
+        template = _run_template(body["pipeline_spec"])
+        self.received_specs.append((template.spec, template.platform))
+        return template
 
     def _upload(
         self, query: dict[str, str], files: dict[str, tuple[str, bytes]], pipeline_id: str | None
@@ -387,6 +433,73 @@ def _run_template(wrapped: dict) -> _Template:
         raise _Rejected(
             f"Failed to create a run due to error fetching manifest: {e}", 500, 13
         ) from e
+
+
+# robfig/cron v1.2.0 (parser.go), which KFP's API server parses schedules with.
+_CRON_FIELDS = (("second", 0, 59), ("minute", 0, 59), ("hour", 0, 23), ("dom", 1, 31),
+                ("month", 1, 12), ("dow", 0, 6))  # fmt: skip
+_CRON_NAMES = {
+    "month": {m: i + 1 for i, m in enumerate(
+        "jan feb mar apr may jun jul aug sep oct nov dec".split())},
+    "dow": {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())},
+}  # fmt: skip
+_CRON_DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight",
+                     "@hourly")  # fmt: skip
+_GO_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
+
+
+def parse_robfig_cron(spec: str) -> None:
+    """``cron.Parse`` of robfig/cron v1: raises ValueError with its message, or returns.
+
+    Six fields, seconds first, the day of the week optional (five fields are
+    seconds to months), or a descriptor, or ``@every DURATION``.
+    """
+    if spec.startswith("@"):
+        if spec in _CRON_DESCRIPTORS:
+            return
+        if spec.startswith("@every "):
+            if not _GO_DURATION.match(spec[len("@every ") :].strip()):
+                raise ValueError(f"Failed to parse duration {spec}")
+            return
+        raise ValueError(f"Unrecognized descriptor: {spec}")
+    fields = spec.split()
+    if len(fields) == 5:
+        fields.append("*")
+    if len(fields) != 6:
+        raise ValueError(f"Expected 5 to 6 fields, found {len(fields)}: {spec}")
+    for text, (name, low, high) in zip(fields, _CRON_FIELDS, strict=True):
+        for part in text.split(","):
+            _parse_cron_range(part, low, high, _CRON_NAMES.get(name, {}))
+
+
+def _parse_cron_range(expr: str, low: int, high: int, names: dict[str, int]) -> None:
+    range_and_step = expr.split("/")
+    bounds = range_and_step[0].split("-")
+    if bounds[0] in ("*", "?"):
+        start, end = low, high
+    else:
+        start = _cron_number(bounds[0], names)
+        end = _cron_number(bounds[1], names) if len(bounds) == 2 else start
+        if len(bounds) > 2:
+            raise ValueError(f"Too many hyphens: {expr}")
+    if len(range_and_step) > 2:
+        raise ValueError(f"Too many slashes: {expr}")
+    if len(range_and_step) == 2 and _cron_number(range_and_step[1], {}) <= 0:
+        raise ValueError(f"Step of range should be a positive number: {expr}")
+    if start < low:
+        raise ValueError(f"Beginning of range ({start}) below minimum ({low}): {expr}")
+    if end > high:
+        raise ValueError(f"End of range ({end}) above maximum ({high}): {expr}")
+    if start > end:
+        raise ValueError(f"Beginning of range ({start}) beyond end of range ({end}): {expr}")
+
+
+def _cron_number(text: str, names: dict[str, int]) -> int:
+    if text.lower() in names:
+        return names[text.lower()]
+    if not re.fullmatch(r"-?\d+", text):
+        raise ValueError(f"Failed to parse int from {text}")
+    return int(text)
 
 
 def _check_parameters(spec: dict, given: dict) -> None:

@@ -66,6 +66,13 @@ def add_parsers(commands) -> None:
         "--upload", action="store_true", help="also upload it as a new pipeline version"
     )
     kfp.add_argument(
+        "--schedule",
+        metavar="CRON",
+        help="create a recurring run instead, on KFP's cron (6 fields, seconds first: "
+        "'0 30 1 * * *' is 01:30 daily; or @daily, '@every 6h'); with date specs in --data "
+        "each run converts the day before its scheduled time, else the latest span",
+    )
+    kfp.add_argument(
         "--existing-token",
         metavar="TOKEN",
         help=f"bearer token for the API (default: ${submit_lib.TOKEN_ENV})",
@@ -231,6 +238,37 @@ def run_compile(args: argparse.Namespace) -> str:
     return output
 
 
+def _schedule(args: argparse.Namespace, package: str, connection, pipeline_root) -> None:
+    """Creates the recurring run of ``submit --schedule`` and prints where it is."""
+    from tfrecord_pipelines.kubeflow import submit
+
+    try:
+        scheduled = submit.schedule_runs(
+            package,
+            connection=connection,
+            schedule=args.schedule,
+            pipeline_root=pipeline_root,
+            experiment=args.experiment,
+            service_account=args.service_account,
+            upload=args.upload,
+            enable_caching=False if args.no_cache else None,
+        )
+    except submit.SubmitError as e:
+        if args.verbose:
+            traceback.print_exc()
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
+    print(f"Scheduled {scheduled.name!r} of {package} on {connection.host}")
+    print(f"  recurring run: {scheduled.recurring_run_id}")
+    print(f"  page:          {scheduled.url}")
+    print(f"  schedule:      {scheduled.schedule} (KFP's cron: seconds first)")
+    given = ", ".join(f"{k}={v}" for k, v in scheduled.parameters.items()) or "none"
+    print(f"  each run gets: {given}")
+    print(f"  experiment:    {scheduled.experiment} ({scheduled.experiment_url})")
+    if scheduled.pipeline_version_url:
+        print(f"  pipeline:      {scheduled.pipeline_version_url}")
+
+
 def run_submit(args: argparse.Namespace) -> None:
     """Compiles (unless --package is given), then creates a run on a KFP server."""
     from tfrecord_pipelines.kubeflow import package, submit
@@ -259,7 +297,18 @@ def run_submit(args: argparse.Namespace) -> None:
             "--no-cache with --package and --upload: an uploaded version keeps the package's "
             "caching; compile the package with --no-cache instead."
         )
+    if args.schedule:
+        from tfrecord_pipelines.kubeflow.schedule import check_cron
+
+        check_cron(args.schedule)  # before the compile's half minute
+        if args.run_name:
+            raise UsageError(
+                "--run-name names a run; a recurring run is named by --experiment and its schedule."
+            )
     package = args.package or run_compile(args)
+    if args.schedule:
+        _schedule(args, package, connection, pipeline_root)
+        return
     try:
         run = submit.submit_run(
             package,

@@ -13,6 +13,7 @@ from tfx.dsl.io import fileio
 from tfrecord_pipelines.definition.config import PipelineConfig
 from tfrecord_pipelines.definition.pipeline import TRAINER_ID, create_pipeline
 from tfrecord_pipelines.kubeflow.platform_spec import TaskPlacement, checked_document
+from tfrecord_pipelines.kubeflow.schedule import LATEST_SPAN, SPAN_PARAMETER
 from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
 
 # The images the components run in (docker/Dockerfile's cpu and gpu targets).
@@ -28,11 +29,6 @@ _DEFAULT_IMAGE_KEY = "default_image_path"
 _PIPELINE_ROOT_SET_AT_SUBMISSION = "pipeline-root-set-at-submission"
 # TFX's switch (tfx.components.util.udf_utils) that leaves module files unpackaged.
 _DO_NOT_PACKAGE = "UNSUPPORTED_DO_NOT_PACKAGE_USER_MODULES"
-
-
-# The run-time parameter naming the span a run converts, and its value for the latest on disk.
-SPAN_PARAMETER = "span"
-LATEST_SPAN = "latest"
 
 
 def _span_parameter(config: PipelineConfig) -> tfx.dsl.experimental.RuntimeParameter | None:

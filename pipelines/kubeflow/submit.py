@@ -147,31 +147,10 @@ def submit_run(
         ignore part of the package's PlatformSpec.
       SubmitError: if the server cannot be reached or refuses a request.
     """
-    if pipeline_root is not None:
-        check_pipeline_root(pipeline_root)
     name = pipeline_name(package_path)
-    check_platform_spec(package_path)
-    experiment = experiment or name
     run_name = run_name or f"{name} {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M:%S} UTC"
-    host = connection.host
-    client = _connect(connection)
-    with _server_errors(host, "checking the server's health"):
-        health = client.get_kfp_healthz()
-    namespace = connection.namespace or client.get_user_namespace() or None
-    if health.multi_user and not namespace:
-        raise SubmitError(
-            f"{host} is a multi-user Kubeflow deployment: give the namespace of your Kubeflow "
-            "profile (--namespace)."
-        )
-    with _server_errors(host, f"getting or creating experiment {experiment!r}"):
-        found = client.create_experiment(name=experiment, namespace=namespace)
-    experiment_id = _required(found.experiment_id, "experiment_id", host)
-    source: dict[str, Any] = {"pipeline_package_path": package_path}
-    version_url = None
-    if upload:
-        pipeline_id, version_id = _upload(client, package_path, name, run_name, namespace, host)
-        source = {"pipeline_id": pipeline_id, "version_id": version_id}
-        version_url = f"{host}/#/pipelines/details/{pipeline_id}/version/{version_id}"
+    target = _target(package_path, connection, pipeline_root, experiment, run_name, upload)
+    client, host, experiment, experiment_id, source, version_url = target
     with _server_errors(host, f"creating run {run_name!r}"):
         run = client.run_pipeline(
             experiment_id=experiment_id,
@@ -191,6 +170,126 @@ def submit_run(
         experiment=experiment,
         experiment_url=f"{host}/#/experiments/details/{experiment_id}",
         pipeline_root=pipeline_root,
+        pipeline_version_url=version_url,
+    )
+
+
+def _target(
+    package_path: str,
+    connection: KfpConnection,
+    pipeline_root: str | None,
+    experiment: str | None,
+    version_name: str,
+    upload: bool,
+) -> tuple:
+    """Checks the package, connects, finds or creates the experiment and, with ``upload``,
+    the pipeline version; returns (client, host, experiment, its id, the run's pipeline
+    source as kfp.Client takes it, the version's page or None)."""
+    if pipeline_root is not None:
+        check_pipeline_root(pipeline_root)
+    name = pipeline_name(package_path)
+    check_platform_spec(package_path)
+    experiment = experiment or name
+    host = connection.host
+    client = _connect(connection)
+    with _server_errors(host, "checking the server's health"):
+        health = client.get_kfp_healthz()
+    namespace = connection.namespace or client.get_user_namespace() or None
+    if health.multi_user and not namespace:
+        raise SubmitError(
+            f"{host} is a multi-user Kubeflow deployment: give the namespace of your Kubeflow "
+            "profile (--namespace)."
+        )
+    with _server_errors(host, f"getting or creating experiment {experiment!r}"):
+        found = client.create_experiment(name=experiment, namespace=namespace)
+    experiment_id = _required(found.experiment_id, "experiment_id", host)
+    source: dict[str, Any] = {"pipeline_package_path": package_path}
+    version_url = None
+    if upload:
+        pipeline_id, version_id = _upload(client, package_path, name, version_name, namespace, host)
+        source = {"pipeline_id": pipeline_id, "version_id": version_id}
+        version_url = f"{host}/#/pipelines/details/{pipeline_id}/version/{version_id}"
+    return client, host, experiment, experiment_id, source, version_url
+
+
+@dataclasses.dataclass(frozen=True)
+class ScheduledRuns:
+    """A recurring run the server accepted.
+
+    Attributes:
+      recurring_run_id: its id.
+      name: its display name.
+      url: its page in the KFP UI.
+      schedule: its cron expression (KFP's: six fields, seconds first).
+      parameters: what each scheduled run gets (the span, for data in spans).
+      experiment: the experiment its runs belong to.
+      experiment_url: the experiment's page in the KFP UI.
+      pipeline_version_url: the uploaded version's page; None without upload.
+    """
+
+    recurring_run_id: str
+    name: str
+    url: str
+    schedule: str
+    parameters: dict[str, str]
+    experiment: str
+    experiment_url: str
+    pipeline_version_url: str | None = None
+
+
+def schedule_runs(
+    package_path: str,
+    *,
+    connection: KfpConnection,
+    schedule: str,
+    pipeline_root: str | None = None,
+    experiment: str | None = None,
+    name: str | None = None,
+    service_account: str | None = DEFAULT_SERVICE_ACCOUNT,
+    upload: bool = False,
+    enable_caching: bool | None = None,
+) -> ScheduledRuns:
+    """Creates a recurring run of a compiled pipeline (``kfp.Client.create_recurring_run``).
+
+    Each run converts the span of its scheduled time (``schedule.scheduled_parameters``).
+    Arguments as ``submit_run``'s, and:
+
+    Args:
+      schedule: KFP's cron expression (``schedule.check_cron``).
+      name: the recurring run's display name; None: ``<pipeline name> on <schedule>``.
+
+    Raises:
+      ValueError: if the schedule, package or pipeline root is unusable.
+      SubmitError: if the server cannot be reached or refuses a request.
+    """
+    from tfrecord_pipelines.kubeflow.schedule import check_cron, scheduled_parameters
+
+    schedule = check_cron(schedule)
+    parameters = scheduled_parameters(package_path)
+    name = name or f"{pipeline_name(package_path)} on {schedule}"
+    target = _target(package_path, connection, pipeline_root, experiment, name, upload)
+    client, host, experiment, experiment_id, source, version_url = target
+    with _server_errors(host, f"creating recurring run {name!r}"):
+        created = client.create_recurring_run(
+            experiment_id=experiment_id,
+            job_name=name,
+            cron_expression=schedule,
+            max_concurrency=1,
+            params=parameters,
+            pipeline_root=pipeline_root,
+            service_account=service_account or None,
+            enable_caching=None if upload else enable_caching,
+            **source,
+        )
+    recurring_run_id = _required(created.recurring_run_id, "recurring_run_id", host)
+    return ScheduledRuns(
+        recurring_run_id=recurring_run_id,
+        name=name,
+        url=f"{host}/#/recurringrun/details/{recurring_run_id}",
+        schedule=schedule,
+        parameters=parameters,
+        experiment=experiment,
+        experiment_url=f"{host}/#/experiments/details/{experiment_id}",
         pipeline_version_url=version_url,
     )
 
