@@ -18,6 +18,7 @@ from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
 from tfrecord_pipelines.components.example_gen.component import ShardedExampleGen
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
+from tfrecord_pipelines.components.example_gen.statistics import stats_options
 from tfrecord_pipelines.components.image_folder import IMAGE_KEY
 from tfrecord_pipelines.local.beam_args import local_beam_args
 
@@ -129,7 +130,8 @@ def _assert_same_statistics(ours, theirs):
 @pytest.fixture(scope="module")
 def tabular(tmp_path_factory):
     root = tmp_path_factory.mktemp("tabular")
-    return _run(root, _write_csv(root / "csv"), "csv")
+    # StatisticsGen with ExampleGen's options: the same percentiles, not its default deciles.
+    return _run(root, _write_csv(root / "csv"), "csv", stats_options=stats_options("csv"))
 
 
 def test_csv_statistics_equal_statistics_gen_on_the_written_records(tabular):
@@ -149,7 +151,7 @@ def test_image_statistics_equal_statistics_gen_with_image_domains(tmp_path):
         tmp_path,
         "data/digits",
         "images",
-        stats_options=tfdv.StatsOptions(enable_semantic_domain_stats=True),
+        stats_options=stats_options("images"),
     )
     for split, (ours, theirs) in stats.items():
         image = next(f for f in ours.datasets[0].features if f.path.step[0] == IMAGE_KEY)

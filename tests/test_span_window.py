@@ -16,21 +16,25 @@ from tfrecord_pipelines.local.run_record import open_store, read_run
 
 pytestmark = pytest.mark.e2e
 
-ROWS = 400
+ROWS = 2_000
+SHIFTED_DAY = 3
 
 
 def _write_day(folder: Path, seed: int, rows: int = ROWS) -> None:
-    """A day of rows: a number, a colour (a new one on some days) and a label that follows both."""
+    """A day of rows: x, a colour, z, and a label that follows z. The days share one
+    distribution until SHIFTED_DAY, whose x is one standard deviation higher and whose
+    colours are blue twice as often."""
     rng = random.Random(seed)
-    colours = ["red", "green", "blue"] + (["violet"] if seed % 2 else [])
+    shifted = seed == SHIFTED_DAY
     folder.mkdir(parents=True)
     with open(folder / "rows.csv", "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["x", "colour", "label"])
+        writer.writerow(["x", "colour", "z", "label"])
         for _ in range(rows):
-            x = rng.gauss(seed, 2)
-            colour = rng.choice(colours)
-            writer.writerow([round(x, 4), colour, int(x + (2 if colour == "red" else 0) > seed)])
+            x = rng.gauss(12 if shifted else 10, 2)
+            colour = rng.choices(["red", "green", "blue"], [1, 1, 2 if shifted else 1])[0]
+            z = rng.gauss(0, 1)
+            writer.writerow([round(x, 4), colour, round(z, 4), int(z + rng.gauss(0, 0.3) > 0)])
 
 
 def _run(data: Path, output: Path, *extra: str):
@@ -124,11 +128,12 @@ def test_the_cached_analysis_equals_a_whole_analysis_of_the_window(daily):
                 feature={
                     "x": feature(float_list=tf.train.FloatList(value=[float(x)])),
                     "colour": feature(bytes_list=tf.train.BytesList(value=[colour.encode()])),
+                    "z": feature(float_list=tf.train.FloatList(value=[float(z)])),
                     "label": feature(int64_list=tf.train.Int64List(value=[int(label)])),
                 }
             )
         ).SerializeToString()
-        for x, colour, label in rows
+        for x, colour, z, label in rows
     ]
     batch = tf.io.parse_example(serialized, full.raw_feature_spec())
     got = cached.transform_features_layer()(batch)
@@ -136,3 +141,23 @@ def test_the_cached_analysis_equals_a_whole_analysis_of_the_window(daily):
     assert got.keys() == want.keys()
     for key in want:
         np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_a_span_like_the_one_before_is_pushed_and_a_drifted_one_is_held_back(daily):
+    _, output, _, day_2, _, day_3, _ = daily
+    day_2_summary = run_summary(output, "events", day_2)
+    previous, report = day_2_summary.drift
+    assert previous == 1 and set(report) == {"x", "colour", "z", "label"}
+    assert not any(r["drifted"] for r in report.values()), report
+    assert "drift:         none against span 1 (4 features compared)" in day_2
+    assert day_2_summary.pushed_model
+
+    day_3_summary = run_summary(output, "events", day_3)
+    previous, report = day_3_summary.drift
+    assert previous == 2
+    assert {name for name, r in report.items() if r["drifted"]} == {"colour", "x"}, report
+    assert report["x"]["measure"] == "Jensen-Shannon"
+    assert report["colour"]["measure"] == "L-infinity"
+    assert day_3_summary.pushed_model is None
+    assert day_3_summary.blocked_by_drift == "colour,x"
+    assert "pushed model:  none (this span drifted from the previous one: colour,x;" in day_3

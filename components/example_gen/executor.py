@@ -215,15 +215,16 @@ def _SourceToRecords(pipeline, exec_properties: dict[str, Any], split_pattern: s
     return outputs["examples"] | "Flatten" >> beam.FlatMap(lambda element: element[1])
 
 
-def _statistics_paths(output_dict, examples, split_names) -> dict[str, str] | None:
+def _statistics_paths(output_dict, span: int, split_names) -> dict[str, str] | None:
     """Each split's statistics file, when the caller asked for statistics (the component
-    does; ``convert`` does not); the artifact is labelled as StatisticsGen labels its own."""
+    does; ``convert`` does not); the artifact is labelled as StatisticsGen labels its own,
+    with the span TFX's driver resolved (it writes it on the examples as a custom property)."""
     artifacts = output_dict.get(keys.STATISTICS_KEY)
     if not artifacts:
         return None
     artifact = artifact_utils.get_single_instance(artifacts)
     artifact.split_names = artifact_utils.encode_split_names(split_names)
-    artifact.span = examples.span
+    artifact.span = span
     return {
         name: os.path.join(
             artifact_utils.get_split_uri(artifacts, name), statistics.STATISTICS_FILE
@@ -296,7 +297,8 @@ class Executor(BaseExampleGenExecutor):
         spill_dir = os.path.join(examples.uri, _SPILL_DIR)
         logging.info("Converting %s into sharded TFRecords.", exec_properties["input_base"])
         split_dirs = {name: artifact_utils.get_split_uri([examples], name) for name in split_names}
-        statistics_paths = _statistics_paths(output_dict, examples, split_names)
+        span = exec_properties.get(utils.SPAN_PROPERTY_NAME) or 0
+        statistics_paths = _statistics_paths(output_dict, span, split_names)
         plans = _source_plans(exec_properties, input_config, output_config)
         on_spark = (exec_properties.get(keys.ENGINE_KEY) or keys.BEAM) == keys.SPARK
         if on_spark:

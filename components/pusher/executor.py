@@ -25,7 +25,13 @@ from tfx.proto import pusher_pb2
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils, json_utils, proto_utils
 
+from tfrecord_pipelines.components.pusher.on_drift import BLOCK
+
 STAGED_PREFIX = ".staged-"
+# The optional input of the span's drift (DriftCheck's anomalies), and what to do about it.
+DRIFT_KEY = "drift"
+ON_DRIFT_KEY = "on_drift"
+BLOCKED_PROPERTY = "blocked_by_drift"
 PUBLISH_KEY = "publish"
 PUBLISH_AFTER_METADATA = "after_metadata"
 # Custom property of the PushedModel: where the model waits until it is published.
@@ -61,6 +67,12 @@ def copy_model(model_path: str, destination: str) -> None:
         io_utils.copy_file(saved_model, os.path.join(destination, _SAVED_MODEL_PB))
 
 
+def _drifted(input_dict: dict[str, list[types.Artifact]]) -> str:
+    """The drifted features of the model's span, comma-separated ("" without drift)."""
+    drift = input_dict.get(DRIFT_KEY) or []
+    return drift[0].get_string_custom_property("drifted") if drift else ""
+
+
 class Executor(pusher_executor.Executor):
     """Pushes a blessed model through ``.staged-<version>``; see the module docstring."""
 
@@ -78,14 +90,20 @@ class Executor(pusher_executor.Executor):
         if not self.CheckBlessing(input_dict):
             self._MarkNotPushed(model_push)
             return
-        model_path = self.GetModelPath(input_dict)
-        base_directory = _filesystem_destination(exec_properties)
         custom_config = (
             json_utils.loads(
                 exec_properties.get(standard_component_specs.CUSTOM_CONFIG_KEY) or "null"
             )
             or {}
         )
+        drifted = _drifted(input_dict)
+        if drifted and custom_config.get(ON_DRIFT_KEY, BLOCK) == BLOCK:
+            logging.warning("Not pushed: the span drifted from the previous one (%s).", drifted)
+            model_push.set_string_custom_property(BLOCKED_PROPERTY, drifted)
+            self._MarkNotPushed(model_push)
+            return
+        model_path = self.GetModelPath(input_dict)
+        base_directory = _filesystem_destination(exec_properties)
         version = _free_version(base_directory)
         serving_path = os.path.join(base_directory, version)
         staged_path = os.path.join(base_directory, f"{STAGED_PREFIX}{version}")

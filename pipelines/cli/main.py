@@ -202,6 +202,18 @@ def _window_line(window) -> str:
     )
 
 
+def _drift_line(previous_span: int, report: dict[str, dict]) -> str:
+    """The features that drifted from the previous span, with their measures."""
+    drifted = {name: r for name, r in sorted(report.items()) if r["drifted"]}
+    if not drifted:
+        return f"none against span {previous_span} ({len(report)} features compared)"
+    named = ", ".join(
+        f"{name} ({r['measure']} {r['value']:.3g} > {r['threshold']:.3g})"
+        for name, r in drifted.items()
+    )
+    return f"{len(drifted)} of {len(report)} features against span {previous_span}: {named}"
+
+
 def _print_window_plan(plan, pattern) -> None:
     """What a windowed run found before it starts: converted, to convert, missing."""
     window = f"{plan.end - len(plan.on_disk) - len(plan.missing) + 1}-{plan.end}"
@@ -226,11 +238,18 @@ def _print_summary(
         print(f"  span:          {_span_line(summary, config.source)}")
     if summary.window:
         print(f"  window:        {_window_line(summary.window)}")
+    if summary.drift:
+        print(f"  drift:         {_drift_line(*summary.drift)}")
     print(f"  ran:           {', '.join(summary.executed) or 'nothing (all reused)'}")
     print(f"  reused:        {', '.join(summary.reused) or 'nothing'}")
     if summary.pushed_model:
         earlier = " (pushed by an earlier run; its Pusher was reused)"
         print(f"  pushed model:  {summary.pushed_model}{earlier if summary.pushed_earlier else ''}")
+    elif summary.blocked_by_drift:
+        print(
+            f"  pushed model:  none (this span drifted from the previous one: "
+            f"{summary.blocked_by_drift}; --on-drift warn pushes anyway)"
+        )
     else:
         print("  pushed model:  none (the Evaluator did not bless the model)")
     print(f"  metrics:       {metrics}")

@@ -12,6 +12,7 @@ import os
 import re
 from pathlib import Path
 
+from tfrecord_pipelines.components.drift.thresholds import DEFAULT_MAX_JS, DEFAULT_MAX_LINF
 from tfrecord_pipelines.components.example_gen.shard_plan import DEFAULT_NUM_READERS
 from tfrecord_pipelines.components.shard_compression import parse_compression
 
@@ -49,6 +50,29 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N|YYYY-MM-DD",
         help="with spans in --data: the span to convert, a number or a day (default: the "
         "latest on disk); a span that is not on disk fails the run",
+    )
+    parser.add_argument(
+        "--on-drift",
+        choices=("block", "warn"),
+        default="block",
+        help="with spans in --data (local runs): when this span's data drifted from the "
+        "previous span's, block the push (default) or only warn",
+    )
+    parser.add_argument(
+        "--max-drift-js",
+        type=float,
+        default=DEFAULT_MAX_JS,
+        metavar="D",
+        help="numeric features drift above this Jensen-Shannon divergence on common bins "
+        f"(default: {DEFAULT_MAX_JS}; a schema's drift_comparator wins)",
+    )
+    parser.add_argument(
+        "--max-drift-linf",
+        type=float,
+        default=DEFAULT_MAX_LINF,
+        metavar="D",
+        help="categorical features drift above this L-infinity distance of the values' shares "
+        f"(default: {DEFAULT_MAX_LINF})",
     )
     parser.add_argument(
         "--window",
@@ -374,6 +398,7 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
     from tfrecord_pipelines.components.example_gen.spark.session import parse_conf
     from tfrecord_pipelines.components.trainer.options import CACHE_MODES, TrainingOptions
     from tfrecord_pipelines.definition.config import (
+        DriftOptions,
         EvaluationOptions,
         EvaluationThresholds,
         IngestOptions,
@@ -429,6 +454,9 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
         module_file=module_file,
         span=None if args.span is None else str(spans.parse_span(args.span)),
         window=args.window,
+        drift=DriftOptions(
+            max_js=args.max_drift_js, max_linf=args.max_drift_linf, on_drift=args.on_drift
+        ),
     )
 
 

@@ -6,9 +6,11 @@ import dataclasses
 import re
 
 from tfrecord_pipelines.components.data_source import DataSource, check_encoding
+from tfrecord_pipelines.components.drift.thresholds import DEFAULT_MAX_JS, DEFAULT_MAX_LINF
 from tfrecord_pipelines.components.example_gen.keys import ENGINES
 from tfrecord_pipelines.components.example_gen.shard_plan import DEFAULT_NUM_READERS
 from tfrecord_pipelines.components.example_gen.spark import session as spark_session
+from tfrecord_pipelines.components.pusher.on_drift import BLOCK, ON_DRIFT
 from tfrecord_pipelines.components.shard_compression import default_compression, parse_compression
 from tfrecord_pipelines.components.spans import parse_span
 from tfrecord_pipelines.components.task import Task
@@ -65,6 +67,34 @@ class EvaluationOptions:
         if self.num_classes is not None and self.num_classes < 2:
             raise ValueError(f"num_classes must be at least 2, got {self.num_classes}.")
         object.__setattr__(self, "slice_by", tuple(self.slice_by))
+
+
+@dataclasses.dataclass(frozen=True)
+class DriftOptions:
+    """When a span's data has drifted from the previous span's, and what follows.
+
+    Attributes:
+      max_js: numeric features: the Jensen-Shannon divergence, on common bins,
+        above which a feature has drifted (a schema's drift_comparator wins).
+      max_linf: categorical features: the L-infinity distance of the values'
+        shares above which a feature has drifted.
+      on_drift: ``block``: a model trained on a drifted span is not pushed;
+        ``warn``: it is, and the summary says the span drifted.
+    """
+
+    max_js: float = DEFAULT_MAX_JS
+    max_linf: float = DEFAULT_MAX_LINF
+    on_drift: str = BLOCK
+
+    def __post_init__(self):
+        for name in ("max_js", "max_linf"):
+            value = getattr(self, name)
+            if not 0 < value <= 1:
+                raise ValueError(f"{name} must be within (0, 1], got {value}.")
+        if self.on_drift not in ON_DRIFT:
+            raise ValueError(
+                f"on_drift must be one of {', '.join(ON_DRIFT)}, got {self.on_drift!r}."
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,6 +172,7 @@ class PipelineConfig:
         run_fn replace the built-in ones; None: the built-in ones.
       span: data in spans: the span to convert (its number, as text); None:
         the latest on disk when the run starts.
+      drift: data in spans: this span against the previous one (local runs).
       window: data in spans: Transform and the Trainer read this span (which
         ``span`` must then name) and the window - 1 spans before it, converted
         by earlier runs (ExampleGen converts one span per run) and analyzed
@@ -162,6 +193,7 @@ class PipelineConfig:
     module_file: ModuleFile | None = None
     span: str | None = None
     window: int | None = None
+    drift: DriftOptions = dataclasses.field(default_factory=DriftOptions)
 
     def __post_init__(self):
         if self.window is not None:

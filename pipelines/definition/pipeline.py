@@ -29,14 +29,16 @@ from collections.abc import Sequence
 
 from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
-from tfx.dsl.components.base import executor_spec
 
 from tfrecord_pipelines.components import code_version
 from tfrecord_pipelines.components.curated_schema import CuratedSchemaGen
+from tfrecord_pipelines.components.drift.component import DriftCheck
+from tfrecord_pipelines.components.drift.executor import ANOMALIES_KEY
 from tfrecord_pipelines.components.example_gen import ShardedExampleGen
 from tfrecord_pipelines.components.example_gen.component import input_config_for
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.components.pusher import executor as pusher_executor
+from tfrecord_pipelines.components.pusher.component import Pusher
 from tfrecord_pipelines.components.trainer.training_length import DEFAULT_MIN_STEPS
 from tfrecord_pipelines.components.transform.component import Transform
 from tfrecord_pipelines.definition.baseline_model import baseline_model_resolver
@@ -46,7 +48,9 @@ from tfrecord_pipelines.definition.module_file import PREPROCESSING_FN, RUN_FN
 from tfrecord_pipelines.definition.span_window import (
     CACHE_KEY,
     EXAMPLES_KEY,
+    STATISTICS_KEY,
     analyzer_cache_resolver,
+    previous_span_statistics_resolver,
     span_window_resolver,
 )
 
@@ -58,6 +62,7 @@ TRANSFORM_ID = "Transform"
 TRAINER_ID = "Trainer"
 EVALUATOR_ID = "Evaluator"
 PUSHER_ID = "Pusher"
+DRIFT_CHECK_ID = "DriftCheck"
 
 
 def _code(module: str) -> dict:
@@ -137,6 +142,22 @@ def create_backfill_pipeline(
         beam_pipeline_args=list(beam_pipeline_args),
         enable_cache=True,
     )
+
+
+def _drift_check(config: PipelineConfig, statistics, schema_gen) -> tuple | None:
+    """For data in spans: the previous span's statistics' Resolver and the DriftCheck of this
+    span against them (a Resolver: local runs only)."""
+    if not config.source.spans or config.span is None:
+        return None
+    previous = previous_span_statistics_resolver(EXAMPLE_GEN_ID, int(config.span))
+    check = DriftCheck(
+        statistics=statistics,
+        previous_statistics=previous.outputs[STATISTICS_KEY],
+        schema=schema_gen.outputs["schema"],
+        max_js=config.drift.max_js,
+        max_linf=config.drift.max_linf,
+    ).with_id(DRIFT_CHECK_ID)
+    return previous, check
 
 
 def create_pipeline(
@@ -244,7 +265,10 @@ def create_pipeline(
         baseline_model=baseline_model,
         eval_config=make_eval_config(config.task, config.thresholds, config.evaluation),
     ).with_id(EVALUATOR_ID)
-    pusher = tfx.components.Pusher(
+    drift = _drift_check(config, statistics, schema_gen) if compare_to_latest_blessed else None
+    if drift:
+        components += list(drift)
+    pusher = Pusher(
         model=trainer.outputs["model"],
         model_blessing=evaluator.outputs["blessing"],
         push_destination=tfx.proto.PushDestination(
@@ -258,7 +282,8 @@ def create_pipeline(
                 else {}
             ),
         },
-        custom_executor_spec=executor_spec.ExecutorClassSpec(pusher_executor.Executor),
+        drift=drift[1].outputs[ANOMALIES_KEY] if drift else None,
+        on_drift=config.drift.on_drift,
     ).with_id(PUSHER_ID)
     components += [evaluator, pusher]
     return tfx.dsl.Pipeline(

@@ -23,6 +23,8 @@ from tfx.dsl.components.base import base_node
 from tfrecord_pipelines.components.example_gen.keys import SHARD_PLAN_KEY
 
 WINDOW_RESOLVER = "span_window_resolver"
+PREVIOUS_SPAN_RESOLVER = "previous_span_resolver"
+STATISTICS_KEY = "statistics"
 ANALYZER_CACHE_RESOLVER = "analyzer_cache_resolver"
 EXAMPLES_KEY = "examples"
 CACHE_KEY = "cache"
@@ -30,8 +32,18 @@ _SPAN = "span"
 _VERSION = "version"
 
 
+def _has_span(artifact: types.Artifact) -> bool:
+    return artifact.has_custom_property(_SPAN) or (
+        _SPAN in artifact.PROPERTIES and artifact.has_property(_SPAN)
+    )
+
+
 def _span(artifact: types.Artifact) -> int:
-    return artifact.get_int_custom_property(_SPAN)
+    """TFX's ExampleGen driver writes the span as a custom property; TFX's ExampleStatistics
+    (and ExampleGen's statistics output) carry it as a property."""
+    if artifact.has_custom_property(_SPAN):
+        return artifact.get_int_custom_property(_SPAN)
+    return artifact.span
 
 
 def _version(artifact: types.Artifact) -> int:
@@ -66,6 +78,21 @@ class SpanWindowStrategy(tfx.dsl.experimental.ResolverStrategy):
         return {EXAMPLES_KEY: [newest[span] for span in sorted(newest)]}
 
 
+class PreviousSpanStrategy(tfx.dsl.experimental.ResolverStrategy):
+    """The newest artifact of the highest span before ``end`` (its highest version), or none."""
+
+    def __init__(self, end: int):
+        self._end = end
+
+    def resolve_artifacts(self, store, input_dict: dict[str, list[types.Artifact]]):  # noqa: D102
+        result = {}
+        for key, found in input_dict.items():
+            earlier = [a for a in found if _has_span(a) and _span(a) < self._end]
+            earlier.sort(key=lambda a: (_span(a), _version(a), a.id))
+            result[key] = earlier[-1:]
+        return result
+
+
 class LatestIfAnyStrategy(tfx.dsl.experimental.ResolverStrategy):
     """The newest artifact of each input, or none: TFX's LatestArtifactStrategy fails the
     resolver when there is none (a first run has no analyzer cache yet)."""
@@ -97,6 +124,19 @@ def span_window_resolver(
     ).with_id(WINDOW_RESOLVER)
     resolver.add_upstream_node(example_gen)
     return resolver
+
+
+def previous_span_statistics_resolver(example_gen_id: str, end: int) -> tfx.dsl.Resolver:
+    """The Resolver handing DriftCheck the statistics of the span before ``end``."""
+    return tfx.dsl.Resolver(
+        strategy_class=PreviousSpanStrategy,
+        config={"end": end},
+        statistics=tfx.dsl.Channel(
+            type=tfx.types.standard_artifacts.ExampleStatistics,
+            producer_component_id=example_gen_id,
+            output_key=STATISTICS_KEY,
+        ),
+    ).with_id(PREVIOUS_SPAN_RESOLVER)
 
 
 def analyzer_cache_resolver(transform_id: str) -> tfx.dsl.Resolver:

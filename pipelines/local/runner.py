@@ -138,10 +138,10 @@ def run_locally(
     if on_recovery:
         on_recovery(recovery)
     beam_args = local_beam_args(beam_pipeline_args)
+    if config.source.spans and config.span is None:
+        # Pinned when the run starts: ExampleGen, the window and the drift check agree on it.
+        config = dataclasses.replace(config, span=str(config.source.spans.find().span))
     if config.window:
-        if config.span is None:
-            # Pinned: the window, its backfill and ExampleGen agree on the last span.
-            config = dataclasses.replace(config, span=str(config.source.spans.find().span))
         with metered_executors() as costs:
             try:
                 _backfill(config, layout, beam_args, on_window)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
+from tfrecord_pipelines.components.pusher.executor import BLOCKED_PROPERTY
 from tfrecord_pipelines.components.trainer.input_stall import last_epoch_share
 from tfrecord_pipelines.components.trainer.resume import resumed_steps
 from tfrecord_pipelines.components.trainer.training_length import (
@@ -12,12 +14,17 @@ from tfrecord_pipelines.components.trainer.training_length import (
 )
 from tfrecord_pipelines.definition.baseline_model import BASELINE_RESOLVER
 from tfrecord_pipelines.definition.pipeline import (
+    DRIFT_CHECK_ID,
     EVALUATOR_ID,
     EXAMPLE_GEN_ID,
     PUSHER_ID,
     TRAINER_ID,
 )
-from tfrecord_pipelines.definition.span_window import ANALYZER_CACHE_RESOLVER, WINDOW_RESOLVER
+from tfrecord_pipelines.definition.span_window import (
+    ANALYZER_CACHE_RESOLVER,
+    PREVIOUS_SPAN_RESOLVER,
+    WINDOW_RESOLVER,
+)
 from tfrecord_pipelines.local.run_record import NodeExecution, read_run
 from tfrecord_pipelines.report.component_costs import (
     ComponentCost,
@@ -29,7 +36,7 @@ from tfrecord_pipelines.report.intervals import metric_intervals
 from tfrecord_pipelines.report.span_window import WindowSummary, summarize_window
 
 # Nodes that pick artifacts from ML Metadata: they run, but compute nothing a user counts.
-RESOLVERS = (BASELINE_RESOLVER, WINDOW_RESOLVER, ANALYZER_CACHE_RESOLVER)
+RESOLVERS = (BASELINE_RESOLVER, WINDOW_RESOLVER, ANALYZER_CACHE_RESOLVER, PREVIOUS_SPAN_RESOLVER)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +66,11 @@ class RunSummary:
       span: the span ExampleGen converted, its version (None: the pattern has
         no {VERSION}) and the input pattern it read (span folders filled in):
         for data in spans; 0, None and the pattern otherwise.
+      drift: data in spans: this span against the previous one, feature by
+        feature (``{name: {measure, value, threshold, drifted}}``), and the
+        previous span; None without spans or a previous span.
+      blocked_by_drift: the drifted features that kept the model from being
+        pushed ("" if none did).
       window: with ``--window``: the window's spans, their rows, and which
         spans Transform analyzed or took from its analyzer cache.
       pushed_earlier: the push was an earlier run's, reused with the Pusher.
@@ -82,6 +94,8 @@ class RunSummary:
     skipped_files: tuple[int, list[str]]
     span: tuple[int, int | None, str | None]
     window: WindowSummary | None
+    drift: tuple[int, dict[str, dict]] | None
+    blocked_by_drift: str
     pushed_earlier: bool
     reused: tuple[str, ...]
     executed: tuple[str, ...]
@@ -99,6 +113,16 @@ def _node(run: dict[str, NodeExecution], node_id: str) -> NodeExecution:
         state = node.state if node else "never started"
         raise LookupError(f"This run's {node_id} did not finish ({state}).")
     return node
+
+
+def _drift(run: dict[str, NodeExecution]) -> tuple[int, dict[str, dict]] | None:
+    """The previous span and each feature's drift from it, as DriftCheck recorded them."""
+    node = run.get(DRIFT_CHECK_ID)
+    anomalies = node.output("anomalies") if node else None
+    if anomalies is None or "previous_span" not in anomalies.custom_properties:
+        return None
+    report = json.loads(anomalies.custom_properties["drift"].string_value)
+    return anomalies.custom_properties["previous_span"].int_value, report
 
 
 def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
@@ -141,6 +165,10 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         skipped_files=(skipped.get("count", 0), skipped.get("first", [])),
         span=(plan.get("span", 0), plan.get("version"), plan.get("input_pattern")),
         window=window,
+        drift=_drift(run),
+        blocked_by_drift=pusher.custom_properties[BLOCKED_PROPERTY].string_value
+        if BLOCKED_PROPERTY in pusher.custom_properties
+        else "",
         pushed_earlier=pusher_execution.state == "cached",
         reused=tuple(n for n, e in run.items() if e.state == "cached"),
         executed=tuple(n for n, e in run.items() if e.state == "complete" and n not in RESOLVERS),

@@ -1,0 +1,1 @@
+"""DriftCheck: a span's statistics against the previous span's, on common bins, with TFDV."""
