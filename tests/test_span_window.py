@@ -161,3 +161,16 @@ def test_a_span_like_the_one_before_is_pushed_and_a_drifted_one_is_held_back(dai
     assert day_3_summary.pushed_model is None
     assert day_3_summary.blocked_by_drift == "colour,x"
     assert "pushed model:  none (this span drifted from the previous one: colour,x;" in day_3
+
+
+def test_the_report_shows_the_window_what_was_reused_and_the_drift(daily):
+    _, output, _, _, _, day_3, _ = daily
+    report = Path(re.search(r"report: +(\S+)", day_3).group(1)).read_text()
+    window = re.search(r'<table id="window">(.*?)</table>', report, re.S).group(1)
+    rows = re.findall(r'<tr data-span="(\d+)">(.*?)</tr>', window, re.S)
+    assert [span for span, _ in rows] == ["2", "3"]
+    assert "from the store" in rows[0][1] and "analyzer cache" in rows[0][1]
+    assert "this run" in rows[1][1] and "analyzed" in rows[1][1]
+    drifted = re.findall(r'data-feature="(\w+)" data-drifted="true"', report)
+    assert sorted(drifted) == ["colour", "x"]
+    assert "held back, the span drifted (colour,x)" in report

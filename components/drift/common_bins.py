@@ -62,10 +62,35 @@ def common_edges(previous: list, current: list) -> list[float]:
     return [low - span * 1e-6, *[c for c in cuts if low <= c < high], high]
 
 
+def shares_on(buckets: list, edges: list[float]) -> list[float]:
+    """A dataset's share of values in each bucket (low, high] between consecutive
+    ``edges``, from its quantile buckets; values spread evenly inside a quantile bucket."""
+    cdf = [_cdf(buckets, edge) for edge in edges]
+    return [high - low for low, high in zip(cdf, cdf[1:], strict=False)]
+
+
+def equal_width_edges(bucket_lists: list[list], count: int = 10) -> list[float]:
+    """Edges of ``count`` equal-width buckets over the range of every dataset, for drawing
+    several on the same bins."""
+    low = min(b.low_value for buckets in bucket_lists for b in buckets)
+    high = max(b.high_value for buckets in bucket_lists for b in buckets)
+    if high == low:
+        return [low - 0.5, high + 0.5]
+    # Just below the lowest value, so that its own mass falls in the first bucket.
+    start = low - (high - low) * 1e-9
+    return [start + (high - start) * i / count for i in range(count + 1)]
+
+
+def quantile_buckets(feature: statistics_pb2.FeatureNameStatistics) -> list | None:
+    """A numeric feature's quantile histogram buckets (None for other features)."""
+    return _quantile_buckets(feature)
+
+
 def _histogram(buckets: list, edges: list[float], count: float) -> statistics_pb2.Histogram:
     histogram = statistics_pb2.Histogram(type=_STANDARD)
-    for low, high in zip(edges, edges[1:], strict=False):
-        share = _cdf(buckets, high) - _cdf(buckets, low)
+    for (low, high), share in zip(
+        zip(edges, edges[1:], strict=False), shares_on(buckets, edges), strict=True
+    ):
         histogram.buckets.add(low_value=low, high_value=high, sample_count=share * count)
     return histogram
 

@@ -63,6 +63,7 @@ TRAINER_ID = "Trainer"
 EVALUATOR_ID = "Evaluator"
 PUSHER_ID = "Pusher"
 DRIFT_CHECK_ID = "DriftCheck"
+EXAMPLE_VALIDATOR_ID = "ExampleValidator"
 
 
 def _code(module: str) -> dict:
@@ -208,7 +209,7 @@ def create_pipeline(
     )
     example_validator = tfx.components.ExampleValidator(
         statistics=statistics, schema=schema_gen.outputs["schema"]
-    )
+    ).with_id(EXAMPLE_VALIDATOR_ID)
     task_config = config.task.to_custom_config()
     # Images are never copied: a module file's run_fn gets ExampleGen's shards.
     users_run_fn = bool(config.module_file and config.module_file.defines(RUN_FN))

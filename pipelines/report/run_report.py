@@ -27,6 +27,7 @@ from tfrecord_pipelines.components.example_gen.quarantine import (
     QuarantineSummary,
     summarize_quarantine,
 )
+from tfrecord_pipelines.components.pusher.executor import BLOCKED_PROPERTY
 from tfrecord_pipelines.components.trainer.training_length import (
     TrainingLength,
     read_training_report,
@@ -34,6 +35,7 @@ from tfrecord_pipelines.components.trainer.training_length import (
 from tfrecord_pipelines.definition.pipeline import (
     EVALUATOR_ID,
     EXAMPLE_GEN_ID,
+    EXAMPLE_VALIDATOR_ID,
     PUSHER_ID,
     TRAINER_ID,
 )
@@ -42,6 +44,7 @@ from tfrecord_pipelines.local.run_record import NODE_CONTEXT, NodeExecution, rea
 from tfrecord_pipelines.report import charts, statistics, thumbnails
 from tfrecord_pipelines.report.component_costs import ComponentCost, component_costs
 from tfrecord_pipelines.report.evaluation import EvaluationView, read_evaluation
+from tfrecord_pipelines.report.span_window import WindowSummary, read_drift, summarize_window
 from tfrecord_pipelines.report.training import TrainingView, read_training
 
 QUARANTINE_ROWS_SHOWN = 10
@@ -95,6 +98,10 @@ class RunReport:
       baseline_model: the model compared with (the last blessed one), if any.
       pushed_model: where the Pusher put the model, if it pushed.
       thumbnails: image data: a few eval images per class name.
+      window: with a window of spans: its spans, their rows, which this run
+        converted, and which Transform analyzed or took from its cache.
+      drift: data in spans: the previous span and each feature's drift from it.
+      blocked_by_drift: the drifted features that kept the model from being pushed.
       missing: a note per section that could not be shown, saying why.
     """
 
@@ -120,6 +127,9 @@ class RunReport:
     baseline_model: str | None = None
     pushed_model: str | None = None
     thumbnails: dict[str, list[thumbnails.Thumbnail]] = dataclasses.field(default_factory=dict)
+    window: WindowSummary | None = None
+    drift: tuple[int, dict[str, dict]] | None = None
+    blocked_by_drift: str | None = None
     missing: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
@@ -213,6 +223,8 @@ def build_run_report(store, pipeline_name: str, run_id: str) -> RunReport:
     def missing(section: str, what: str) -> None:
         fields["missing"][section] = f"not produced by this run: {what} did not finish"
 
+    fields["window"] = summarize_window(run)
+    fields["drift"] = read_drift(run)
     examples = _output(run, specs.EXAMPLES_KEY, EXAMPLE_GEN_ID)
     if examples is not None:
         fields["examples_uri"] = examples.uri
@@ -231,7 +243,8 @@ def build_run_report(store, pipeline_name: str, run_id: str) -> RunReport:
         fields["quarantine_uri"] = quarantine.uri
         fields["quarantine"] = summarize_quarantine(quarantine.uri, QUARANTINE_ROWS_SHOWN)
     stats = _output(run, specs.STATISTICS_KEY)
-    anomalies = _output(run, specs.ANOMALIES_KEY)
+    # ExampleValidator's: DriftCheck's output has the same key.
+    anomalies = _output(run, specs.ANOMALIES_KEY, EXAMPLE_VALIDATOR_ID)
     if stats is not None:
         found = statistics.read_anomalies(anomalies.uri) if anomalies is not None else {}
         fields["features"] = statistics.feature_views(statistics.read_statistics(stats.uri), found)
@@ -267,6 +280,8 @@ def build_run_report(store, pipeline_name: str, run_id: str) -> RunReport:
     pushed = _output(run, specs.PUSHED_MODEL_KEY, PUSHER_ID)
     if pushed is not None and pushed.custom_properties["pushed"].int_value == 1:
         fields["pushed_model"] = pushed.custom_properties["pushed_destination"].string_value
+    elif pushed is not None and BLOCKED_PROPERTY in pushed.custom_properties:
+        fields["blocked_by_drift"] = pushed.custom_properties[BLOCKED_PROPERTY].string_value
     elif pushed is None:
         missing("push", PUSHER_ID)
     return RunReport(

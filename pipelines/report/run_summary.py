@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 
 from tfrecord_pipelines.components.pusher.executor import BLOCKED_PROPERTY
 from tfrecord_pipelines.components.trainer.input_stall import last_epoch_share
@@ -14,7 +13,6 @@ from tfrecord_pipelines.components.trainer.training_length import (
 )
 from tfrecord_pipelines.definition.baseline_model import BASELINE_RESOLVER
 from tfrecord_pipelines.definition.pipeline import (
-    DRIFT_CHECK_ID,
     EVALUATOR_ID,
     EXAMPLE_GEN_ID,
     PUSHER_ID,
@@ -33,7 +31,7 @@ from tfrecord_pipelines.report.component_costs import (
 )
 from tfrecord_pipelines.report.evaluation import candidate_values, overall_metric_values
 from tfrecord_pipelines.report.intervals import metric_intervals
-from tfrecord_pipelines.report.span_window import WindowSummary, summarize_window
+from tfrecord_pipelines.report.span_window import WindowSummary, read_drift, summarize_window
 
 # Nodes that pick artifacts from ML Metadata: they run, but compute nothing a user counts.
 RESOLVERS = (BASELINE_RESOLVER, WINDOW_RESOLVER, ANALYZER_CACHE_RESOLVER, PREVIOUS_SPAN_RESOLVER)
@@ -115,16 +113,6 @@ def _node(run: dict[str, NodeExecution], node_id: str) -> NodeExecution:
     return node
 
 
-def _drift(run: dict[str, NodeExecution]) -> tuple[int, dict[str, dict]] | None:
-    """The previous span and each feature's drift from it, as DriftCheck recorded them."""
-    node = run.get(DRIFT_CHECK_ID)
-    anomalies = node.output("anomalies") if node else None
-    if anomalies is None or "previous_span" not in anomalies.custom_properties:
-        return None
-    report = json.loads(anomalies.custom_properties["drift"].string_value)
-    return anomalies.custom_properties["previous_span"].int_value, report
-
-
 def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
     """Reads run ``run_id``'s model, blessing, push, metrics and quarantine.
 
@@ -165,7 +153,7 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         skipped_files=(skipped.get("count", 0), skipped.get("first", [])),
         span=(plan.get("span", 0), plan.get("version"), plan.get("input_pattern")),
         window=window,
-        drift=_drift(run),
+        drift=read_drift(run),
         blocked_by_drift=pusher.custom_properties[BLOCKED_PROPERTY].string_value
         if BLOCKED_PROPERTY in pusher.custom_properties
         else "",

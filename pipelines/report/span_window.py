@@ -1,4 +1,5 @@
-"""A windowed run's spans as its executions recorded them: rows, and what Transform analyzed."""
+"""A run's spans as its executions recorded them: the window's rows, what Transform analyzed,
+and the drift from the previous span."""
 
 from __future__ import annotations
 
@@ -7,18 +8,20 @@ import json
 
 from tfrecord_pipelines.components.example_gen.keys import SHARD_PLAN_KEY
 from tfrecord_pipelines.components.transform.executor import ANALYSIS_KEY
-from tfrecord_pipelines.definition.pipeline import TRANSFORM_ID
+from tfrecord_pipelines.definition.pipeline import DRIFT_CHECK_ID, EXAMPLE_GEN_ID, TRANSFORM_ID
 from tfrecord_pipelines.definition.span_window import WINDOW_RESOLVER
 from tfrecord_pipelines.local.run_record import NodeExecution
 
 
 @dataclasses.dataclass(frozen=True)
 class WindowSpan:
-    """One span of a window: its number and version, and its rows per split."""
+    """One span of a window: its number and version, its rows per split, and whether this
+    run's ExampleGen converted it (else an earlier run did, and it came from the store)."""
 
     span: int
     version: int | None
     rows: dict[str, int]
+    converted_here: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +56,10 @@ def summarize_window(run: dict[str, NodeExecution]) -> WindowSummary | None:
     transform = run.get(TRANSFORM_ID)
     if WINDOW_RESOLVER not in run or transform is None:
         return None
+    example_gen = run.get(EXAMPLE_GEN_ID)
+    own = (
+        example_gen.output("examples") if example_gen and example_gen.state == "complete" else None
+    )
     spans, spans_by_uri = [], {}
     for artifact in transform.inputs.get("examples", []):
         props = artifact.custom_properties
@@ -60,7 +67,7 @@ def summarize_window(run: dict[str, NodeExecution]) -> WindowSummary | None:
         span = props["span"].int_value
         version = props["version"].int_value if "version" in props else None
         rows = {name: split["records"] for name, split in plan.get("splits", {}).items()}
-        spans.append(WindowSpan(span, version, rows))
+        spans.append(WindowSpan(span, version, rows, own is not None and own.id == artifact.id))
         spans_by_uri[artifact.uri.rstrip("/")] = span
     graph = transform.output("transform_graph")
     analysis = {}
@@ -76,3 +83,14 @@ def summarize_window(run: dict[str, NodeExecution]) -> WindowSummary | None:
         analyzed=spans_of("analyzed"),
         from_cache=spans_of("from_cache"),
     )
+
+
+def read_drift(run: dict[str, NodeExecution]) -> tuple[int, dict[str, dict]] | None:
+    """The previous span and each feature's drift from it (``{name: {measure, value,
+    threshold, drifted}}``), as DriftCheck recorded them; None without a comparison."""
+    node = run.get(DRIFT_CHECK_ID)
+    anomalies = node.output("anomalies") if node else None
+    if anomalies is None or "previous_span" not in anomalies.custom_properties:
+        return None
+    report = json.loads(anomalies.custom_properties["drift"].string_value)
+    return anomalies.custom_properties["previous_span"].int_value, report

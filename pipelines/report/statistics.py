@@ -15,6 +15,7 @@ from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2, statistics_pb2
 
 from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.drift import common_bins
 from tfrecord_pipelines.report import charts
 
 _STATS_FILE = "FeatureStats.pb"
@@ -40,6 +41,8 @@ class SplitFeature:
       top: string features: the commonest values and their share of the examples.
       average_bytes: bytes features (images): mean size of a value.
       buckets: numeric features: the equal-width histogram as (low, high, count).
+      quantiles: numeric features: TFDV's quantile buckets, from which the
+        splits are drawn on common bins.
     """
 
     examples: int
@@ -49,6 +52,7 @@ class SplitFeature:
     top: dict[str, float]
     average_bytes: float | None
     buckets: list[tuple[float, float, float]]
+    quantiles: list = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,12 +178,33 @@ def _split_feature(stats: statistics_pb2.FeatureNameStatistics, examples: int) -
         top=top,
         average_bytes=average_bytes,
         buckets=buckets,
+        quantiles=common_bins.quantile_buckets(stats) or [] if kind == "num_stats" else [],
     )
+
+
+def _on_common_bins(splits: dict[str, SplitFeature]) -> dict[str, list]:
+    """Each split's buckets on the same equal-width bins (TFDV draws each split over its own
+    range, so that equal distributions look different); from the quantiles where all have them."""
+    numeric = {name: s for name, s in splits.items() if s.buckets or s.quantiles}
+    if not numeric or not all(s.quantiles for s in numeric.values()):
+        return {name: s.buckets for name, s in numeric.items() if s.buckets}
+    edges = common_bins.equal_width_edges([s.quantiles for s in numeric.values()])
+    return {
+        name: [
+            (low, high, share)
+            for (low, high), share in zip(
+                zip(edges, edges[1:], strict=False),
+                common_bins.shares_on(s.quantiles, edges),
+                strict=True,
+            )
+        ]
+        for name, s in numeric.items()
+    }
 
 
 def _chart(splits: dict[str, SplitFeature]) -> str:
     if any(s.buckets for s in splits.values()):
-        return charts.histogram({name: s.buckets for name, s in splits.items() if s.buckets})
+        return charts.histogram(_on_common_bins(splits))
     # Commonest values tell something only when values repeat: not for ids,
     # file names or TFDV's placeholder for binary values (images).
     informative = any(
