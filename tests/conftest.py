@@ -128,3 +128,21 @@ def docker_api(tmp_path_factory):
             os.environ.pop("DOCKER_HOST", None)
         else:
             os.environ["DOCKER_HOST"] = before
+
+
+@pytest.fixture
+def serve():
+    """Yields a function that serves a fake KFP API (fake_kfp_api.FakeKfpApi) on a free local
+    port and returns its URL; the servers stop when the test ends."""
+    from fake_kfp_api import FakeKfpServer
+
+    servers = []
+
+    def start(api) -> str:
+        server = FakeKfpServer(api)
+        servers.append(server)
+        return server.start()
+
+    yield start
+    for server in servers:
+        server.stop()

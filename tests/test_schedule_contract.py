@@ -8,34 +8,17 @@ the pipeline (inline or an uploaded version) and its parameters.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from conftest import run_cli
-from fake_kfp_api import API, FakeKfpApi, FakeKfpServer, parse_robfig_cron
+from fake_kfp_api import API, FakeKfpApi, parse_robfig_cron
 from tfrecord_pipelines.components.spans import parse_span, span_of_date
 from tfrecord_pipelines.kubeflow import submit
 from tfrecord_pipelines.kubeflow.schedule import SCHEDULED_DAY, check_cron
 
 ROOT = "gs://bucket/root"
-
-
-@pytest.fixture
-def serve() -> Iterator[Any]:
-    """Yields a function that serves a FakeKfpApi on a free local port and returns its URL."""
-    servers: list[FakeKfpServer] = []
-
-    def start(api: FakeKfpApi) -> str:
-        server = FakeKfpServer(api)
-        servers.append(server)
-        return server.start()
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 def _compile(root: Path, folder: str, names: list[str]) -> Path:

@@ -281,3 +281,17 @@ def test_the_command_line_refuses_a_missing_span_before_importing_tfx(tmp_path):
     assert result.stderr.strip() == (
         f"error: Span 3 is missing: no folder {tmp_path}/events/day-3 (latest on disk: 1)."
     )
+
+
+def test_convert_refuses_span_folders_in_one_line(tmp_path):
+    write_csv(tmp_path / "events" / "day-1", 20, bad_rows=[])
+    result = subprocess.run(
+        [sys.executable, "-m", "tfrecord_pipelines", "convert",
+         f"{tmp_path}/events/day-{{SPAN}}/", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"error: {tmp_path}/events/day-{{SPAN}}/ names span folders; convert reads one folder: "
+        "give one span's folder (e.g. events/day-31), or run the pipeline with --data and --span."
+    )

@@ -26,21 +26,6 @@ from tfrecord_pipelines.kubeflow import package, submit
 ROOT = "gs://bucket/root"
 
 
-@pytest.fixture
-def serve() -> Iterator[Any]:
-    """Yields a function that serves a FakeKfpApi on a free local port and returns its URL."""
-    servers: list[FakeKfpServer] = []
-
-    def start(api: FakeKfpApi) -> str:
-        server = FakeKfpServer(api)
-        servers.append(server)
-        return server.start()
-
-    yield start
-    for server in servers:
-        server.stop()
-
-
 @dataclasses.dataclass
 class _CliSubmission:
     api: FakeKfpApi

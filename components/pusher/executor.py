@@ -87,9 +87,6 @@ class Executor(pusher_executor.Executor):
         model_push = artifact_utils.get_single_instance(
             output_dict[standard_component_specs.PUSHED_MODEL_KEY]
         )
-        if not self.CheckBlessing(input_dict):
-            self._MarkNotPushed(model_push)
-            return
         custom_config = (
             json_utils.loads(
                 exec_properties.get(standard_component_specs.CUSTOM_CONFIG_KEY) or "null"
@@ -97,9 +94,12 @@ class Executor(pusher_executor.Executor):
             or {}
         )
         drifted = _drifted(input_dict)
-        if drifted and custom_config.get(ON_DRIFT_KEY, BLOCK) == BLOCK:
+        blocked = bool(drifted) and custom_config.get(ON_DRIFT_KEY, BLOCK) == BLOCK
+        if blocked:
+            # Recorded whether or not the model was blessed: both are reasons it was not pushed.
             logging.warning("Not pushed: the span drifted from the previous one (%s).", drifted)
             model_push.set_string_custom_property(BLOCKED_PROPERTY, drifted)
+        if blocked or not self.CheckBlessing(input_dict):
             self._MarkNotPushed(model_push)
             return
         model_path = self.GetModelPath(input_dict)

@@ -132,9 +132,15 @@ def run_convert(args: argparse.Namespace) -> None:
     from tfrecord_pipelines.components.data_source import check_encoding, check_label, open_source
     from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions, parse_size
     from tfrecord_pipelines.components.shard_compression import default_compression
+    from tfrecord_pipelines.components.spans import split_data_path
 
     # Everything that can be checked is, before the converter's imports (TFX, Beam).
     check_encoding(args.encoding)
+    if split_data_path(args.source):
+        raise UsageError(
+            f"{args.source} names span folders; convert reads one folder: give one span's "
+            "folder (e.g. events/day-31), or run the pipeline with --data and --span."
+        )
     source = open_source(args.source, args.format)
     if args.label and not source.is_images:
         check_label(source, args.label)

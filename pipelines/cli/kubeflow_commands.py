@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import sys
@@ -238,11 +239,25 @@ def run_compile(args: argparse.Namespace) -> str:
     return output
 
 
+@contextlib.contextmanager
+def _one_line_server_errors(args: argparse.Namespace):
+    """A server's failure, not a usage error: one line (--verbose: the traceback), status 1."""
+    from tfrecord_pipelines.kubeflow import submit
+
+    try:
+        yield
+    except submit.SubmitError as e:
+        if args.verbose:
+            traceback.print_exc()
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
 def _schedule(args: argparse.Namespace, package: str, connection, pipeline_root) -> None:
     """Creates the recurring run of ``submit --schedule`` and prints where it is."""
     from tfrecord_pipelines.kubeflow import submit
 
-    try:
+    with _one_line_server_errors(args):
         scheduled = submit.schedule_runs(
             package,
             connection=connection,
@@ -253,11 +268,6 @@ def _schedule(args: argparse.Namespace, package: str, connection, pipeline_root)
             upload=args.upload,
             enable_caching=False if args.no_cache else None,
         )
-    except submit.SubmitError as e:
-        if args.verbose:
-            traceback.print_exc()
-        print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(1) from None
     print(f"Scheduled {scheduled.name!r} of {package} on {connection.host}")
     print(f"  recurring run: {scheduled.recurring_run_id}")
     print(f"  page:          {scheduled.url}")
@@ -309,7 +319,7 @@ def run_submit(args: argparse.Namespace) -> None:
     if args.schedule:
         _schedule(args, package, connection, pipeline_root)
         return
-    try:
+    with _one_line_server_errors(args):
         run = submit.submit_run(
             package,
             connection=connection,
@@ -321,12 +331,6 @@ def run_submit(args: argparse.Namespace) -> None:
             # A package given as it is still runs uncached; a compiled one is already.
             enable_caching=False if args.no_cache else None,
         )
-    except submit.SubmitError as e:
-        # A server failure, not a usage error: one line, exit status 1.
-        if args.verbose:
-            traceback.print_exc()
-        print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(1) from None
     print(f"Submitted run {run.run_name!r} of {package} to {connection.host}")
     print(f"  run id:      {run.run_id}")
     print(f"  run:         {run.url}")

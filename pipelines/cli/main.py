@@ -245,13 +245,14 @@ def _print_summary(
     if summary.pushed_model:
         earlier = " (pushed by an earlier run; its Pusher was reused)"
         print(f"  pushed model:  {summary.pushed_model}{earlier if summary.pushed_earlier else ''}")
-    elif summary.blocked_by_drift:
-        print(
-            f"  pushed model:  none (this span drifted from the previous one: "
-            f"{summary.blocked_by_drift}; --on-drift warn pushes anyway)"
-        )
     else:
-        print("  pushed model:  none (the Evaluator did not bless the model)")
+        reasons = [] if summary.blessed else ["the Evaluator did not bless the model"]
+        if summary.blocked_by_drift:
+            reasons.append(
+                f"this span drifted from the previous one: {summary.blocked_by_drift}; "
+                "--on-drift warn pushes anyway"
+            )
+        print(f"  pushed model:  none ({'; '.join(reasons)})")
     print(f"  metrics:       {metrics}")
     print(f"  evaluation:    {summary.evaluation}")
     print(f"  trained model: {summary.model}")
