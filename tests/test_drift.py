@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import tensorflow_data_validation as tfdv
+from tensorflow_metadata.proto.v0 import schema_pb2
 from tfx.types import standard_artifacts
 
 from tfrecord_pipelines.components.drift.common_bins import on_common_bins
@@ -61,6 +62,12 @@ def test_every_feature_gets_the_comparator_of_its_kind_unless_the_schema_has_one
         for f in compared.feature
     }
     assert thresholds == {"count": (0.02, 0.0), "colour": (0.0, 0.3)}
+    image = schema.feature.add(name="image", type=schema_pb2.BYTES)
+    image.image_domain.SetInParent()
+    (compared_image,) = [
+        f for f in with_comparators(schema, 0.02, 0.07).feature if f.name == "image"
+    ]
+    assert not compared_image.HasField("drift_comparator")
 
 
 def _push(tmp_path, on_drift: str, drifted: str):

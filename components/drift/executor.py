@@ -42,9 +42,11 @@ def with_comparators(
     schema: schema_pb2.Schema, max_js: float, max_linf: float
 ) -> schema_pb2.Schema:
     """The schema with a drift comparator on every feature that has none: L-infinity for
-    strings (and categorical integers), Jensen-Shannon for numbers."""
+    strings (and categorical integers), Jensen-Shannon for numbers; none for images."""
     schema = schema_pb2.Schema.FromString(schema.SerializeToString())
     for feature in schema.feature:
+        if feature.HasField("image_domain"):
+            continue  # encoded images: TFDV has no value shares for them to compare
         comparator = feature.drift_comparator
         if comparator.HasField("infinity_norm") or comparator.HasField("jensen_shannon_divergence"):
             continue
