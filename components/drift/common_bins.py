@@ -25,7 +25,8 @@ _STANDARD = statistics_pb2.Histogram.STANDARD
 MAX_BUCKETS = 20
 
 
-def _quantile_buckets(feature: statistics_pb2.FeatureNameStatistics) -> list | None:
+def quantile_buckets(feature: statistics_pb2.FeatureNameStatistics) -> list | None:
+    """A numeric feature's quantile histogram buckets (None for other features)."""
     if not feature.HasField("num_stats"):
         return None
     for histogram in feature.num_stats.histograms:
@@ -81,11 +82,6 @@ def equal_width_edges(bucket_lists: list[list], count: int = 10) -> list[float]:
     return [start + (high - start) * i / count for i in range(count + 1)]
 
 
-def quantile_buckets(feature: statistics_pb2.FeatureNameStatistics) -> list | None:
-    """A numeric feature's quantile histogram buckets (None for other features)."""
-    return _quantile_buckets(feature)
-
-
 def _histogram(buckets: list, edges: list[float], count: float) -> statistics_pb2.Histogram:
     histogram = statistics_pb2.Histogram(type=_STANDARD)
     for (low, high), share in zip(
@@ -106,8 +102,8 @@ def on_common_bins(
     theirs = {f.path.SerializeToString(): f for f in previous.datasets[0].features}
     for feature in current.datasets[0].features:
         other = theirs.get(feature.path.SerializeToString())
-        ours_q = _quantile_buckets(feature)
-        theirs_q = _quantile_buckets(other) if other is not None else None
+        ours_q = quantile_buckets(feature)
+        theirs_q = quantile_buckets(other) if other is not None else None
         if not ours_q or not theirs_q:
             continue
         edges = common_edges(theirs_q, ours_q)

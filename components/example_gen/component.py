@@ -210,7 +210,8 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             )
         parse_compression(compression)
         if not isinstance(span, data_types.RuntimeParameter):
-            span = "" if parse_span(span) is None else str(parse_span(span))
+            asked = parse_span(span)
+            span = "" if asked is None else str(asked)
         if eval_rows is not None and eval_rows < 1:
             raise ValueError(f"eval_rows must be at least 1, got {eval_rows}.")
         if not 0.0 <= max_bad_fraction <= 1.0:

@@ -22,7 +22,13 @@ from tfx.utils import proto_utils
 from tfrecord_pipelines.components.example_gen.keys import REQUESTED_SPAN_KEY
 from tfrecord_pipelines.components.spans import parse_span
 
+# How TFX's drivers (local and Kubeflow v2) say that no file matches the span asked for.
 _NOT_FOUND = "Cannot find matching"
+
+
+def is_missing_span(error: ValueError) -> bool:
+    """Whether TFX's ExampleGen driver failed because no span matched (``missing_span_error``)."""
+    return _NOT_FOUND in str(error)
 
 
 def request_span(exec_properties: dict[str, Any]) -> dict[str, Any]:
@@ -70,7 +76,7 @@ class SpanDriver(driver.FileBasedDriver):
         try:
             resolved = super().resolve_exec_properties(dict(asked), pipeline_info, component_info)
         except ValueError as e:
-            if _NOT_FOUND in str(e):
+            if is_missing_span(e):
                 raise missing_span_error(asked) from None
             raise
         exec_properties.update(resolved)

@@ -212,7 +212,10 @@ def _run_example_gen_driver(
     from tfx.dsl.io import fileio
     from tfx.orchestration.kubeflow.v2.file_based_example_gen import driver
 
-    from tfrecord_pipelines.components.example_gen.span_driver import missing_span_error
+    from tfrecord_pipelines.components.example_gen.span_driver import (
+        is_missing_span,
+        missing_span_error,
+    )
 
     parameters = request_span_parameter(executor_input)
     try:
@@ -223,7 +226,7 @@ def _run_example_gen_driver(
             )
         )
     except ValueError as e:
-        if "Cannot find matching" not in str(e):
+        if not is_missing_span(e):
             raise
         raise missing_span_error(parameters) from None
     driver_output = pipeline_spec_pb2.ExecutorOutput()

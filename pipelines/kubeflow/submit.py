@@ -149,17 +149,16 @@ def submit_run(
     """
     name = pipeline_name(package_path)
     run_name = run_name or f"{name} {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M:%S} UTC"
-    target = _target(package_path, connection, pipeline_root, experiment, run_name, upload)
-    client, host, experiment, experiment_id, source, version_url = target
+    client, host, experiment, experiment_id, shared, version_url = _target(
+        package_path, connection, pipeline_root, experiment, run_name, upload,
+        service_account, enable_caching,
+    )  # fmt: skip
     with _server_errors(host, f"creating run {run_name!r}"):
         run = client.run_pipeline(
             experiment_id=experiment_id,
             job_name=run_name,
             params={},
-            pipeline_root=pipeline_root,
-            service_account=service_account or None,
-            enable_caching=None if upload else enable_caching,
-            **source,
+            **shared,
         )
     run_id = _required(run.run_id, "run_id", host)
     return SubmittedRun(
@@ -181,10 +180,12 @@ def _target(
     experiment: str | None,
     version_name: str,
     upload: bool,
+    service_account: str | None,
+    enable_caching: bool | None,
 ) -> tuple:
     """Checks the package, connects, finds or creates the experiment and, with ``upload``,
-    the pipeline version; returns (client, host, experiment, its id, the run's pipeline
-    source as kfp.Client takes it, the version's page or None)."""
+    the pipeline version; returns (client, host, experiment, its id, the arguments a run
+    and a recurring run take alike from kfp.Client, the version's page or None)."""
     if pipeline_root is not None:
         check_pipeline_root(pipeline_root)
     name = pipeline_name(package_path)
@@ -209,7 +210,14 @@ def _target(
         pipeline_id, version_id = _upload(client, package_path, name, version_name, namespace, host)
         source = {"pipeline_id": pipeline_id, "version_id": version_id}
         version_url = f"{host}/#/pipelines/details/{pipeline_id}/version/{version_id}"
-    return client, host, experiment, experiment_id, source, version_url
+    shared = {
+        **source,
+        "pipeline_root": pipeline_root,
+        "service_account": service_account or None,
+        # An uploaded version keeps its own caching.
+        "enable_caching": None if upload else enable_caching,
+    }
+    return client, host, experiment, experiment_id, shared, version_url
 
 
 @dataclasses.dataclass(frozen=True)
@@ -267,8 +275,10 @@ def schedule_runs(
     schedule = check_cron(schedule)
     parameters = scheduled_parameters(package_path)
     name = name or f"{pipeline_name(package_path)} on {schedule}"
-    target = _target(package_path, connection, pipeline_root, experiment, name, upload)
-    client, host, experiment, experiment_id, source, version_url = target
+    client, host, experiment, experiment_id, shared, version_url = _target(
+        package_path, connection, pipeline_root, experiment, name, upload,
+        service_account, enable_caching,
+    )  # fmt: skip
     with _server_errors(host, f"creating recurring run {name!r}"):
         created = client.create_recurring_run(
             experiment_id=experiment_id,
@@ -276,10 +286,7 @@ def schedule_runs(
             cron_expression=schedule,
             max_concurrency=1,
             params=parameters,
-            pipeline_root=pipeline_root,
-            service_account=service_account or None,
-            enable_caching=None if upload else enable_caching,
-            **source,
+            **shared,
         )
     recurring_run_id = _required(created.recurring_run_id, "recurring_run_id", host)
     return ScheduledRuns(
