@@ -392,6 +392,10 @@ def _image_settings(args: argparse.Namespace, is_images: bool) -> dict:
     return settings
 
 
+def _span_text(span: int | None) -> str | None:
+    return None if span is None else str(span)
+
+
 def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
     """Validates the task arguments and returns a PipelineConfig."""
     from tfrecord_pipelines.components import spans
@@ -452,7 +456,8 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
             spark_conf=tuple(parse_conf(args.spark_conf).items()),
         ),
         module_file=module_file,
-        span=None if args.span is None else str(spans.parse_span(args.span)),
+        # None: the latest (also what `--span latest` asks for).
+        span=_span_text(spans.parse_span(args.span)),
         window=args.window,
         drift=DriftOptions(
             max_js=args.max_drift_js, max_linf=args.max_drift_linf, on_drift=args.on_drift
