@@ -18,6 +18,13 @@ holds images), and each is handled by its type.
   KB as JPEG, so decoding belongs in the Trainer's input pipeline;
 - the label (named by the task): a class index through a vocabulary for
   classification, a float for regression.
+
+Vocabularies are ordered by the tokens' fingerprints, not by their counts:
+the same tokens get the same indices whatever their shares, so a model of
+yesterday's window fits today's (a category's index is its row in the first
+layer, a class's its output unit) and the Trainer can warm-start from it
+(``trainer.warm_start``). By counts, two classes of about equal share swap
+indices from one window to the next.
 """
 
 from __future__ import annotations
@@ -68,14 +75,19 @@ def _label(x: tf.Tensor | tf.SparseTensor, task: Task) -> tf.Tensor:
             else tf.strings.as_string(x)
         )
     return tft.compute_and_apply_vocabulary(
-        _densify(x, default_value=""), vocab_filename=vocabulary_name(task.label)
+        _densify(x, default_value=""),
+        vocab_filename=vocabulary_name(task.label),
+        fingerprint_shuffle=True,
     )
 
 
 def _multi_valued(key: str, x: tf.Tensor | tf.SparseTensor) -> tf.Tensor | tf.SparseTensor:
     if x.dtype == tf.string:
         return tft.compute_and_apply_vocabulary(
-            x, num_oov_buckets=_OOV_BUCKETS, vocab_filename=vocabulary_name(key)
+            x,
+            num_oov_buckets=_OOV_BUCKETS,
+            vocab_filename=vocabulary_name(key),
+            fingerprint_shuffle=True,
         )
     if isinstance(x, tf.SparseTensor):
         raise ValueError(
@@ -99,6 +111,7 @@ def _transform_input(key: str, x: tf.Tensor | tf.SparseTensor, task: Task):
             _densify(x, default_value=""),
             num_oov_buckets=_OOV_BUCKETS,
             vocab_filename=vocabulary_name(key),
+            fingerprint_shuffle=True,
         )
     return _z_score(x)
 
