@@ -8,12 +8,18 @@ into it, and nothing of another run, earlier, later or concurrent, does.
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 from tfx.orchestration.metadata import sqlite_metadata_connection_config
 
 PIPELINE_RUN_CONTEXT = "pipeline_run"
+# Where TFX records a failed execution's traceback.
+_EXECUTION_RESULT = "__execution_result__"
+# A traceback's "SomeError: message" line.
+_ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception)\b")
 NODE_CONTEXT = "node"
 _State = metadata_store_pb2.Execution.State
 STATE_NAMES = {
@@ -47,6 +53,17 @@ class NodeExecution:
     def state(self) -> str:
         """``complete``, ``cached``, ``failed``, ``canceled``, ``running`` or ``new``."""
         return STATE_NAMES.get(self.execution.last_known_state, "unknown")
+
+    @property
+    def error(self) -> str:
+        """A failed execution's first error (the cause, in a chained traceback) as TFX
+        recorded it ("" if none)."""
+        result = self.execution.custom_properties.get(_EXECUTION_RESULT)
+        if result is None:
+            return ""
+        message = json.loads(result.string_value or "{}").get("resultMessage", "")
+        errors = [line.strip() for line in message.splitlines() if _ERROR_LINE.match(line)]
+        return errors[0] if errors else message.strip()[-300:]
 
     def output(self, key: str) -> metadata_store_pb2.Artifact | None:
         """The single artifact of output ``key``, or None."""

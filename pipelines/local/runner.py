@@ -26,7 +26,7 @@ from tfrecord_pipelines.local.interrupted_runs import (
     cancel_interrupted_executions,
 )
 from tfrecord_pipelines.local.layout import LocalLayout
-from tfrecord_pipelines.local.run_record import open_store
+from tfrecord_pipelines.local.run_record import open_store, read_run
 from tfrecord_pipelines.local.span_backfill import WindowPlan, converted_spans, plan_window
 from tfrecord_pipelines.local.staged_models import settle_staged_models
 
@@ -102,6 +102,19 @@ def _backfill(
     return plan
 
 
+def _raise_failed_nodes(layout: LocalLayout, pipeline_name: str, run_id: str) -> None:
+    """Raises naming the nodes that failed. LocalDagRunner records a Resolver that failed
+    and goes on: its consumers then run without the artifacts it should have resolved."""
+    run = read_run(open_store(layout.metadata_path), pipeline_name, run_id)
+    failed = [
+        f"{node} ({execution.error})"
+        for node, execution in run.items()
+        if execution.state == "failed"
+    ]
+    if failed:
+        raise RuntimeError(f"{', '.join(failed)} failed in run {run_id}")
+
+
 def run_locally(
     config: PipelineConfig,
     layout: LocalLayout,
@@ -169,6 +182,7 @@ def run_locally(
     with metered_executors() as costs:
         try:
             _RunnerWithRunId(run_id).run(pipeline)
+            _raise_failed_nodes(layout, config.name, run_id)
         except BaseException:
             # A failed run publishes nothing; the next run retries the clean-up if this fails too.
             with contextlib.suppress(Exception):
