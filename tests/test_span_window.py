@@ -75,6 +75,24 @@ def daily(tmp_path_factory):
     return data, output, root / "whole", day_2, spans_after_day_2, day_3, whole
 
 
+def test_day_3_starts_from_day_2s_model_and_a_rerun_reuses_its_training(daily):
+    data, output, _, day_2, _, day_3, whole = daily
+    assert "warm start:    no, no earlier blessed model" in day_2
+    assert "warm start:    no, no earlier blessed model" in whole
+    day_2_model = run_summary(output, "events", day_2).model
+    summary = run_summary(output, "events", day_3)
+    # Same columns and the same colours and classes (their shares moved): day 2's weights fit.
+    assert summary.warm_start["warm_started"], summary.warm_start
+    assert summary.warm_start["base_model"] == f"{day_2_model}/Format-Serving"
+    assert summary.warm_start["new_share"] == pytest.approx(0.5, abs=0.05)
+    # --train-steps is trained as asked, warm or not.
+    assert summary.warm_start["steps"] == summary.training.steps == 20
+    # The base model is the latest blessed one of earlier spans, not day 3's own: a re-run
+    # has the Trainer's inputs of the first and reuses it.
+    again = _run(data, output)
+    assert "Trainer" in run_summary(output, "events", again).reused
+
+
 def test_the_first_run_converts_the_window_then_each_run_only_its_new_span(daily):
     data, output, _, day_2, spans_after_day_2, day_3, _ = daily
     assert (

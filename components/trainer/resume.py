@@ -5,7 +5,7 @@ epoch at each epoch's end and restores them when ``fit`` starts again; it
 deletes the backup when training completes. TFX gives every execution new
 output folders, so the backup lives beside them, in a folder named after
 what the training depends on: the example and Transform artifacts, the step
-counts and the custom_config (task, training options, code version). A
+counts, the base model and the custom_config (task, training options, code version). A
 re-run with the same inputs after a kill finds the killed execution's
 backup; any other training starts afresh.
 """
@@ -35,6 +35,7 @@ def backup_dir(fn_args) -> str:
         "train_steps": fn_args.train_steps,
         "eval_steps": fn_args.eval_steps,
         "custom_config": fn_args.custom_config,
+        "base_model": fn_args.base_model,
     }
     digest = hashlib.sha256(json.dumps(depends_on, sort_keys=True).encode()).hexdigest()
     # model_run_dir is <pipeline root>/<Trainer>/model_run/<execution id>.

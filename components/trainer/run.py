@@ -13,6 +13,7 @@ import tensorflow_transform as tft
 from tfx import v1 as tfx
 
 from tfrecord_pipelines.components.task import Task, transformed_name
+from tfrecord_pipelines.components.trainer import warm_start
 from tfrecord_pipelines.components.trainer.data_service import DataService, wait_for_workers
 from tfrecord_pipelines.components.trainer.dataset import list_files, make_dataset
 from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
@@ -115,6 +116,15 @@ def _resolve_cache(cache: str, reading: _Reading, run_id: str, epochs: float) ->
     return os.path.join(cache, run_id, "train")
 
 
+def _model_settings(task: Task, options: TrainingOptions, reading: _Reading) -> dict:
+    """The settings besides the Transform output that shape the model's weights."""
+    image = reading.image
+    return {
+        "task": task.to_custom_config(),
+        "image": [image.size, image.channels, options.image_model] if image else None,
+    }
+
+
 # TFX entry point: the Trainer calls run_fn(fn_args).
 def run_fn(fn_args: tfx.components.FnArgs) -> None:
     """Trains on the train split and saves the serving model.
@@ -124,10 +134,12 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     and images are decoded there), trains under MirroredStrategy when several
     GPUs are visible, reports the input stall of every epoch (TensorBoard and
     ``input_stall.json`` in the model run folder) and saves the model with
-    its serving signatures.
+    its serving signatures. Given a ``base_model`` whose inputs and
+    vocabularies are this model's, it starts from its weights and trains for
+    the new data's share of the steps (``warm_start``).
 
     Args:
-      fn_args: the Trainer's arguments: example files, the Transform output,
+      fn_args: the Trainer's arguments: example files, the Transform output, the base model,
         step counts, output directories and custom_config (which carries the
         ``Task`` and the ``TrainingOptions``).
     """
@@ -143,8 +155,33 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     length = plan_training(
         train_records, batch_size, train_steps=fn_args.train_steps, epochs=options.epochs
     )
+    inputs = warm_start.model_inputs(
+        tf_transform_output, _model_settings(task, options, reading), list(fn_args.train_files)
+    )
+    new_files = warm_start.new_train_files(fn_args.base_model, fn_args.train_files)
+    warm = warm_start.plan(
+        fn_args.base_model,
+        inputs,
+        split_records(new_files) if len(new_files) < len(fn_args.train_files) else train_records,
+        train_records,
+    )
+    with strategy.scope():
+        model = build_model(
+            tf_transform_output, task, image=reading.image, image_architecture=options.image_model
+        )
+    # The serving model is the trained layers alone, without the training metrics: the
+    # weights a warm start loads are this view's.
+    serving_model = tf.keras.Model(model.inputs, model.outputs)
+    warm = warm_start.load(serving_model, warm)
+    # Steps asked for are trained as asked; a plan from the data's size shrinks to the
+    # new data's share when the model starts from one that saw the rest.
+    from_scratch = length.steps
+    if length.asked != "train_steps":
+        length = dataclasses.replace(length, steps=warm.steps(from_scratch))
+    warm_start.write_report(fn_args.model_run_dir, warm, length.steps, from_scratch)
+    logging.info("Warm start: %s (%s).", "yes" if warm.weights else "no", warm.reason)
     write_training_report(fn_args.model_run_dir, length)
-    if length.epochs < 1:
+    if length.epochs < 1 and not warm.weights:
         logging.warning(
             "Training on %d examples, %.0f%% of the %d-example train split: part of the data "
             "is never seen. Train longer with epochs (--epochs) or more train_steps.",
@@ -218,10 +255,6 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         batch_size,
         cache or "none",
     )
-    with strategy.scope():
-        model = build_model(
-            tf_transform_output, task, image=reading.image, image_architecture=options.image_model
-        )
     model.fit(
         train,
         epochs=epochs,
@@ -238,10 +271,9 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     )
     if cache and cache != CACHE_MEMORY:
         tf.io.gfile.rmtree(os.path.dirname(cache))
-    # The serving model is the trained layers alone, without the training metrics.
-    serving_model = tf.keras.Model(model.inputs, model.outputs)
     serving_model.save(
         fn_args.serving_model_dir,
         save_format="tf",
         signatures=make_signatures(serving_model, tf_transform_output, task, reading.image),
     )
+    warm_start.save(serving_model, fn_args.serving_model_dir, inputs)

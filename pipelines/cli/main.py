@@ -123,13 +123,15 @@ def _write_report(layout, run_id: str) -> str | None:
         return None
 
 
-def _coverage(training) -> str:
+def _coverage(training, warm_started: bool = False) -> str:
     """Examples and epochs the model saw; a warning when part of the data never was."""
     text = (
         f"{training.examples:,} examples ({training.steps:,} steps of {training.batch_size}): "
         f"{training.epochs:.2f} epochs of the {training.train_records:,}-example train split"
     )
-    if training.epochs < 1:
+    if training.epochs < 1 and warm_started:
+        text += ", warm-started from a model of the earlier spans"
+    elif training.epochs < 1:
         text += (
             f"; WARNING: {100 * (1 - training.epochs):.0f}% of it was never seen "
             "(train longer: --epochs or more --train-steps)"
@@ -214,6 +216,18 @@ def _drift_line(previous_span: int, report: dict[str, dict]) -> str:
     return f"{len(drifted)} of {len(report)} features against span {previous_span}: {named}"
 
 
+def _warm_start_line(report: dict) -> str:
+    """Whether the Trainer started from the base model, why (not), and the steps it saved."""
+    if not report["base_model"]:
+        return f"no, {report['reason']}"
+    if not report["warm_started"]:
+        return f"no, {report['reason']} ({report['base_model']})"
+    return (
+        f"from {report['base_model']}: {report['reason']}; {report['steps']:,} of a fresh "
+        f"start's {report['steps_from_scratch']:,} steps"
+    )
+
+
 def _print_window_plan(plan, pattern) -> None:
     """What a windowed run found before it starts: converted, to convert, missing."""
     window = f"{plan.end - len(plan.on_disk) - len(plan.missing) + 1}-{plan.end}"
@@ -256,6 +270,8 @@ def _print_summary(
     print(f"  metrics:       {metrics}")
     print(f"  evaluation:    {summary.evaluation}")
     print(f"  trained model: {summary.model}")
+    if config.source.spans and summary.warm_start:
+        print(f"  warm start:    {_warm_start_line(summary.warm_start)}")
     if summary.resumed_steps:
         print(
             f"  resumed:       training went on from step {summary.resumed_steps:,}, backed up "
@@ -269,7 +285,8 @@ def _print_summary(
             f"batches in the last epoch ({verdict(summary.input_stall)})"
         )
     if summary.training:
-        print(f"  trained on:    {_coverage(summary.training)}")
+        warm = bool(summary.warm_start and summary.warm_start["warm_started"])
+        print(f"  trained on:    {_coverage(summary.training, warm)}")
     print(f"  TensorBoard:   tensorboard --logdir {summary.model_run}")
     print(f"  quarantined:   {summary.quarantined:,} input records ({summary.quarantine})")
     if summary.skipped_files[0]:

@@ -82,6 +82,14 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
         "converted and analyzed once, by the first run whose window holds it (local runs)",
     )
     parser.add_argument(
+        "--warm-start",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with spans in --data (local runs): start training from the latest blessed model "
+        "of earlier spans when its inputs and vocabularies are this model's, for the new data's "
+        "share of the steps (default); --no-warm-start trains from scratch",
+    )
+    parser.add_argument(
         "--format",
         choices=("csv", "parquet", "images"),
         help="what --data holds (default: detected from the folder)",
@@ -462,6 +470,7 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
         drift=DriftOptions(
             max_js=args.max_drift_js, max_linf=args.max_drift_linf, on_drift=args.on_drift
         ),
+        warm_start=args.warm_start,
     )
 
 

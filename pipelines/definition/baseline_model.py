@@ -1,4 +1,6 @@
-"""The baseline a new model is compared with: the latest blessed model other than itself."""
+"""Earlier blessed models a run builds on: the Evaluator's baseline (the latest blessed model
+other than the candidate) and the Trainer's base model for a warm start (the latest blessed
+model trained on earlier spans only)."""
 
 from __future__ import annotations
 
@@ -6,10 +8,13 @@ from tfx import types
 from tfx import v1 as tfx
 from tfx.components.evaluator import constants as evaluator_constants
 
+from tfrecord_pipelines.definition.span_window import spans_read
+
 MODEL_KEY = "model"
 BLESSING_KEY = "model_blessing"
 CANDIDATE_KEY = "candidate"
 BASELINE_RESOLVER = "latest_blessed_model_resolver"
+BASE_MODEL_RESOLVER = "warm_start_model_resolver"
 
 
 class LatestOtherBlessedModelStrategy(tfx.dsl.experimental.ResolverStrategy):
@@ -23,11 +28,7 @@ class LatestOtherBlessedModelStrategy(tfx.dsl.experimental.ResolverStrategy):
 
     def resolve_artifacts(self, store, input_dict: dict[str, list[types.Artifact]]):
         candidates = {a.id for a in input_dict.get(CANDIDATE_KEY, [])}
-        blessings = {
-            b.get_int_custom_property(evaluator_constants.ARTIFACT_PROPERTY_CURRENT_MODEL_ID_KEY): b
-            for b in input_dict.get(BLESSING_KEY, [])
-            if b.get_int_custom_property(evaluator_constants.ARTIFACT_PROPERTY_BLESSED_KEY) == 1
-        }
+        blessings = _blessed(input_dict.get(BLESSING_KEY, []))
         result = {MODEL_KEY: [], BLESSING_KEY: [], CANDIDATE_KEY: input_dict.get(CANDIDATE_KEY, [])}
         for model in sorted(input_dict.get(MODEL_KEY, []), key=lambda a: a.id, reverse=True):
             if model.id in blessings and model.id not in candidates:
@@ -35,6 +36,55 @@ class LatestOtherBlessedModelStrategy(tfx.dsl.experimental.ResolverStrategy):
                 result[BLESSING_KEY] = [blessings[model.id]]
                 break
         return result
+
+
+def _blessed(blessings: list[types.Artifact]) -> dict[int, types.Artifact]:
+    """The blessings that blessed their model, by the model's id."""
+    return {
+        b.get_int_custom_property(evaluator_constants.ARTIFACT_PROPERTY_CURRENT_MODEL_ID_KEY): b
+        for b in blessings
+        if b.get_int_custom_property(evaluator_constants.ARTIFACT_PROPERTY_BLESSED_KEY) == 1
+    }
+
+
+class LatestBlessedModelBeforeSpanStrategy(tfx.dsl.experimental.ResolverStrategy):
+    """Resolves the latest blessed Model whose training read only spans before ``end``.
+
+    A warm start's base: the model of an earlier day. Not the latest blessed
+    model whatever it read: a re-run of day 30 would start from day 30's own
+    model, so its Trainer's inputs would change on every re-run and nothing
+    would be reused.
+    """
+
+    def __init__(self, end: int):
+        self._end = end
+
+    def resolve_artifacts(self, store, input_dict: dict[str, list[types.Artifact]]):  # noqa: D102
+        blessings = _blessed(input_dict.get(BLESSING_KEY, []))
+        for model in sorted(input_dict.get(MODEL_KEY, []), key=lambda a: a.id, reverse=True):
+            if model.id in blessings and max(spans_read(store, model.id), default=-1) < self._end:
+                return {MODEL_KEY: [model], BLESSING_KEY: [blessings[model.id]]}
+        # A Resolver's result has every key of its inputs.
+        return {MODEL_KEY: [], BLESSING_KEY: []}
+
+
+def base_model_resolver(trainer_id: str, evaluator_id: str, end: int) -> tfx.dsl.Resolver:
+    """The Resolver giving the Trainer its base model: the latest blessed model that
+    ``trainer_id`` trained on spans before ``end``, blessed by ``evaluator_id``."""
+    return tfx.dsl.Resolver(
+        strategy_class=LatestBlessedModelBeforeSpanStrategy,
+        config={"end": end},
+        model=tfx.dsl.Channel(
+            type=tfx.types.standard_artifacts.Model,
+            producer_component_id=trainer_id,
+            output_key="model",
+        ),
+        model_blessing=tfx.dsl.Channel(
+            type=tfx.types.standard_artifacts.ModelBlessing,
+            producer_component_id=evaluator_id,
+            output_key="blessing",
+        ),
+    ).with_id(BASE_MODEL_RESOLVER)
 
 
 def baseline_model_resolver(candidate: types.BaseChannel) -> tfx.dsl.Resolver:

@@ -177,6 +177,10 @@ class PipelineConfig:
         ``span`` must then name) and the window - 1 spans before it, converted
         by earlier runs (ExampleGen converts one span per run) and analyzed
         once each through Transform's analyzer cache; None: this span alone.
+      warm_start: data in spans (local runs): the Trainer starts from the
+        latest blessed model trained on earlier spans when its inputs and
+        vocabularies are this model's, and trains for the new data's share
+        of the steps; False: always from scratch.
     """
 
     name: str
@@ -194,6 +198,7 @@ class PipelineConfig:
     span: str | None = None
     window: int | None = None
     drift: DriftOptions = dataclasses.field(default_factory=DriftOptions)
+    warm_start: bool = True
 
     def __post_init__(self):
         if self.window is not None:

@@ -41,7 +41,11 @@ from tfrecord_pipelines.components.pusher import executor as pusher_executor
 from tfrecord_pipelines.components.pusher.component import Pusher
 from tfrecord_pipelines.components.trainer.training_length import DEFAULT_MIN_STEPS
 from tfrecord_pipelines.components.transform.component import Transform
-from tfrecord_pipelines.definition.baseline_model import baseline_model_resolver
+from tfrecord_pipelines.definition.baseline_model import (
+    MODEL_KEY,
+    base_model_resolver,
+    baseline_model_resolver,
+)
 from tfrecord_pipelines.definition.config import PipelineConfig
 from tfrecord_pipelines.definition.evaluation import make_eval_config
 from tfrecord_pipelines.definition.module_file import PREPROCESSING_FN, RUN_FN
@@ -145,6 +149,13 @@ def create_backfill_pipeline(
     )
 
 
+def _base_model(config: PipelineConfig) -> tfx.dsl.Resolver | None:
+    """For data in spans: the Resolver of the Trainer's warm-start model (local runs only)."""
+    if not (config.warm_start and config.source.spans and config.span is not None):
+        return None
+    return base_model_resolver(TRAINER_ID, EVALUATOR_ID, int(config.span))
+
+
 def _drift_check(config: PipelineConfig, statistics, schema_gen) -> tuple | None:
     """For data in spans: the previous span's statistics' Resolver and the DriftCheck of this
     span against them (a Resolver: local runs only)."""
@@ -214,7 +225,7 @@ def create_pipeline(
     # Images are never copied: a module file's run_fn gets ExampleGen's shards.
     users_run_fn = bool(config.module_file and config.module_file.defines(RUN_FN))
     materialize = users_run_fn and not images
-    cache = analyzer_cache_resolver(TRANSFORM_ID) if window else None
+    cache = analyzer_cache_resolver(TRANSFORM_ID, int(config.span)) if window else None
     transform = Transform(
         examples=examples,
         schema=schema_gen.outputs["schema"],
@@ -233,10 +244,12 @@ def create_pipeline(
         **_user_code(config, PREPROCESSING_FN, BUILT_IN_PREPROCESSING_FN),
     ).with_id(TRANSFORM_ID)
     training = dataclasses.replace(config.training, raw_examples=not materialize)
+    warm_start = _base_model(config) if compare_to_latest_blessed else None
     trainer = tfx.components.Trainer(
         examples=(transform.outputs["transformed_examples"] if materialize else examples),
         transform_graph=transform.outputs["transform_graph"],
         schema=schema_gen.outputs["schema"],
+        base_model=warm_start.outputs[MODEL_KEY] if warm_start else None,
         # 0 is TFX's "not set": the built-in run_fn then plans from the data's size.
         train_args=tfx.proto.TrainArgs(num_steps=_train_steps(config, users_run_fn)),
         eval_args=tfx.proto.EvalArgs(num_steps=config.eval_steps),
@@ -252,6 +265,7 @@ def create_pipeline(
         schema_gen,
         example_validator,
         *([window, cache] if window else []),
+        *([warm_start] if warm_start else []),
         transform,
         trainer,
     ]

@@ -10,12 +10,14 @@ enough for daily runs:
 - it returns every artifact in range: a span converted twice (a new
   ``{VERSION}``, a changed converter) would be read twice.
 ``SpanWindowStrategy`` ends the window at this run's span (pinned when the
-run starts) and keeps, per span, the highest version's newest conversion. Transform's analyzer cache
-comes back through a second resolver: the latest ``updated_analyzer_cache``.
+run starts) and keeps, per span, the highest version's newest conversion. Transform's analyzer
+cache comes back through a second resolver: the latest ``updated_analyzer_cache`` of a
+Transform that read earlier spans only.
 """
 
 from __future__ import annotations
 
+from ml_metadata.proto import metadata_store_pb2
 from tfx import types
 from tfx import v1 as tfx
 from tfx.dsl.components.base import base_node
@@ -93,12 +95,43 @@ class PreviousSpanStrategy(tfx.dsl.experimental.ResolverStrategy):
         return result
 
 
-class LatestIfAnyStrategy(tfx.dsl.experimental.ResolverStrategy):
-    """The newest artifact of each input, or none: TFX's LatestArtifactStrategy fails the
-    resolver when there is none (a first run has no analyzer cache yet)."""
+def spans_read(store, artifact_id: int) -> set[int]:
+    """The spans of the examples that the execution which produced ``artifact_id`` read."""
+    events = store.get_events_by_artifact_ids([artifact_id])
+    producers = [e.execution_id for e in events if e.type == metadata_store_pb2.Event.OUTPUT]
+    inputs = [
+        e.artifact_id
+        for e in store.get_events_by_execution_ids(producers)
+        if e.type == metadata_store_pb2.Event.INPUT
+    ]
+    return {
+        a.custom_properties[_SPAN].int_value
+        for a in store.get_artifacts_by_id(inputs)
+        if _SPAN in a.custom_properties
+    }
+
+
+class LatestBeforeSpanStrategy(tfx.dsl.experimental.ResolverStrategy):
+    """The newest artifact of each input whose producer read only spans before ``end``, or
+    none (TFX's LatestArtifactStrategy fails the resolver when there is none: a first run
+    has no analyzer cache yet).
+
+    Not simply the newest: a re-run of day 3 would get day 3's own analyzer cache,
+    Transform's inputs would change on every re-run, and it would never be reused.
+    """
+
+    def __init__(self, end: int):
+        self._end = end
 
     def resolve_artifacts(self, store, input_dict: dict[str, list[types.Artifact]]):  # noqa: D102
-        return {key: sorted(found, key=lambda a: a.id)[-1:] for key, found in input_dict.items()}
+        result = {}
+        for key, found in input_dict.items():
+            newest_first = sorted(found, key=lambda a: a.id, reverse=True)
+            result[key] = next(
+                ([a] for a in newest_first if max(spans_read(store, a.id), default=-1) < self._end),
+                [],
+            )
+        return result
 
 
 def span_window_resolver(
@@ -139,10 +172,12 @@ def previous_span_statistics_resolver(example_gen_id: str, end: int) -> tfx.dsl.
     ).with_id(PREVIOUS_SPAN_RESOLVER)
 
 
-def analyzer_cache_resolver(transform_id: str) -> tfx.dsl.Resolver:
-    """The Resolver handing Transform the analyzer cache its last execution wrote."""
+def analyzer_cache_resolver(transform_id: str, end: int) -> tfx.dsl.Resolver:
+    """The Resolver handing Transform the analyzer cache the last execution over spans before
+    ``end`` wrote."""
     return tfx.dsl.Resolver(
-        strategy_class=LatestIfAnyStrategy,
+        strategy_class=LatestBeforeSpanStrategy,
+        config={"end": end},
         cache=tfx.dsl.Channel(
             type=tfx.types.standard_artifacts.TransformCache,
             producer_component_id=transform_id,

@@ -11,7 +11,8 @@ from tfrecord_pipelines.components.trainer.training_length import (
     TrainingLength,
     read_training_report,
 )
-from tfrecord_pipelines.definition.baseline_model import BASELINE_RESOLVER
+from tfrecord_pipelines.components.trainer.warm_start import read_report as read_warm_start
+from tfrecord_pipelines.definition.baseline_model import BASE_MODEL_RESOLVER, BASELINE_RESOLVER
 from tfrecord_pipelines.definition.pipeline import (
     EVALUATOR_ID,
     EXAMPLE_GEN_ID,
@@ -34,7 +35,13 @@ from tfrecord_pipelines.report.intervals import metric_intervals
 from tfrecord_pipelines.report.span_window import WindowSummary, read_drift, summarize_window
 
 # Nodes that pick artifacts from ML Metadata: they run, but compute nothing a user counts.
-RESOLVERS = (BASELINE_RESOLVER, WINDOW_RESOLVER, ANALYZER_CACHE_RESOLVER, PREVIOUS_SPAN_RESOLVER)
+RESOLVERS = (
+    BASELINE_RESOLVER,
+    BASE_MODEL_RESOLVER,
+    WINDOW_RESOLVER,
+    ANALYZER_CACHE_RESOLVER,
+    PREVIOUS_SPAN_RESOLVER,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +62,9 @@ class RunSummary:
         spent waiting for batches), or None if the Trainer wrote no report.
       training: the steps, examples and epochs the model was trained on, or
         None if the Trainer did not say (a module file's run_fn).
+      warm_start: whether the Trainer started from an earlier blessed model,
+        which, why (not), and its steps against a fresh start's
+        (``warm_start.write_report``); None if the Trainer did not say.
       resumed_steps: training steps this run's Trainer took over from the
         backup of an interrupted execution (0: it trained from the start).
       quarantined: input records ExampleGen could not convert.
@@ -86,6 +96,7 @@ class RunSummary:
     model_run: str
     input_stall: float | None
     training: TrainingLength | None
+    warm_start: dict | None
     resumed_steps: int
     quarantined: int
     quarantine: str
@@ -147,6 +158,7 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         model_run=model_run.uri,
         input_stall=last_epoch_share(model_run.uri),
         training=training,
+        warm_start=read_warm_start(model_run.uri),
         resumed_steps=resumed_steps(model_run.uri),
         quarantined=quarantine.custom_properties["count"].int_value,
         quarantine=quarantine.uri,
