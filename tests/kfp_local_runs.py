@@ -122,12 +122,16 @@ def _as_kfp_open_source(records: dict[str, TaskRecord]) -> Iterator[None]:
         yield
 
 
-def run_compiled_pipeline(package: Path, pipeline_root: Path) -> dict[str, TaskRecord]:
+def run_compiled_pipeline(
+    package: Path, pipeline_root: Path, arguments: dict[str, str] | None = None
+) -> dict[str, TaskRecord]:
     """Runs every task of a compiled KFP v2 YAML in its image through kfp.local's orchestration.
 
     Args:
       package: the compiled pipeline (PipelineSpec, optionally a PlatformSpec).
       pipeline_root: the local folder task outputs go under.
+      arguments: the run's pipeline parameters (a run's, or a recurring run's
+        schedule's); None: their defaults.
 
     Returns:
       Each task's record, keyed by its component name in the spec.
@@ -147,5 +151,5 @@ def run_compiled_pipeline(package: Path, pipeline_root: Path) -> dict[str, TaskR
     )
     records: dict[str, TaskRecord] = {}
     with _as_kfp_open_source(records):
-        pipeline()
+        pipeline(**(arguments or {}))
     return {folders[folder]: record for folder, record in records.items()}

@@ -6,8 +6,10 @@ the spec names: the cpu image built from docker/Dockerfile (`make image`),
 through podman's Docker API, as the image's UID 1000 with the venv read-only,
 the pipeline root mounted at its own path as kfp.local mounts it.
 ``kfp_local_runs`` changes only the input artifact typing, to the open-source
-backend's. The DAG runs twice: with ExampleGen on Beam, and on Spark
-(``local[2]``: the JVM and Spark's Python workers inside the container).
+backend's. The DAG runs with ExampleGen on Beam, and on Spark (``local[2]``:
+the JVM and Spark's Python workers inside the container), over data in two
+daily spans. Beam's runs twice in a row, as a recurring run would: span 1
+(its run's ``span`` argument), then the latest (the parameter's default).
 
 Each task's executor output is then read as the backend's launcher reads it:
 ``protojson.Unmarshal`` (strict: an unknown field fails) into
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -111,21 +112,39 @@ ENGINES = {
 IMAGE_USER = 1000
 
 
+# The latest span, which a run without a span argument converts.
+LATEST_SPAN = 2
+
+
+def _write_spans(data: Path) -> None:
+    """The bundled penguins in two daily span folders, every other row each."""
+    header, *rows = (REPO_ROOT / "data" / "penguins" / "penguins.csv").read_text().splitlines()
+    for span in (1, LATEST_SPAN):
+        (data / f"day-{span}").mkdir(parents=True)
+        day = rows[span - 1 :: 2]
+        (data / f"day-{span}" / "penguins.csv").write_text("\n".join([header, *day]) + "\n")
+
+
 @pytest.fixture(scope="module", params=sorted(ENGINES))
 def dag(request, tmp_path_factory, component_image, docker_api):
-    """Compiles the bundled penguins pipeline for the image and runs its whole DAG in it.
+    """Compiles the bundled penguins pipeline, over two daily spans, for the image and runs
+    its whole DAG in it: Beam's for span 1, then for the latest; Spark's for the latest.
 
     kfp.local mounts the pipeline root alone into each task's container, so
     the data and the serving folder are inside it; the root belongs to the
     image's user, as a pod's volume with fsGroup would. The bundled schema is
     given by its repository path, which compile points at the image's copy.
+
+    Returns the spec, the latest span's task records, the pipeline root, and
+    the records of the earlier runs by the span they asked for.
     """
     root = tmp_path_factory.mktemp(f"kfp_docker_{request.param}") / "pipeline_root"
-    data = shutil.copytree(REPO_ROOT / "data" / "penguins", root / "data" / "penguins")
+    data = root / "data" / "penguins"
+    _write_spans(data)
     package = root.parent / "penguins.yaml"
     compiled = run_cli(
         "compile",
-        *("--data", str(data), "--label", "species"),
+        *("--data", f"{data}/day-{{SPAN}}/", "--label", "species"),
         *("--schema", str(REPO_ROOT / "schemas" / "penguins" / "schema.pbtxt")),
         *("--serving-dir", str(root / "serving"), "--train-steps", "200"),
         *("--image", component_image, "--gpus", "0"),
@@ -136,8 +155,11 @@ def dag(request, tmp_path_factory, component_image, docker_api):
     spec = pipeline_spec_pb2.PipelineSpec()
     json_format.ParseDict(next(yaml.safe_load_all(package.read_text())), spec)
     chown_for_the_image(root)
+    earlier = (
+        {1: run_compiled_pipeline(package, root, {"span": "1"})} if request.param == "beam" else {}
+    )
     records = run_compiled_pipeline(package, root)
-    return spec, records, root
+    return spec, records, root, earlier
 
 
 def _executor_output(record: TaskRecord) -> pipeline_spec_pb2.ExecutorOutput:
@@ -157,7 +179,7 @@ def _input_uri(record: TaskRecord, name: str) -> Path:
 
 
 def test_every_task_ran_once_through_the_entry_point_and_wrote_every_output(dag, component_image):
-    spec, records, _ = dag
+    spec, records, _, _ = dag
     assert set(records) == set(TASKS)
     for task in TASKS:
         container = spec.deployment_spec["executors"][spec.components[task].executor_label]
@@ -180,7 +202,7 @@ def test_every_task_ran_once_through_the_entry_point_and_wrote_every_output(dag,
 
 
 def test_upstream_artifacts_arrive_untyped_as_from_the_backend_driver(dag):
-    _, records, _ = dag
+    _, records, _, _ = dag
     untyped = [
         (task, name)
         for task in TASKS
@@ -223,7 +245,7 @@ def _split_counts(examples: Path) -> dict[str, int]:
 
 
 def test_schema_and_examples(dag):
-    _, records, folder = dag
+    _, records, folder, _ = dag
     schema_uri, _ = _output(records["ImportSchemaGen"], "schema")
     schema = text_format.Parse((schema_uri / "schema.pbtxt").read_text(), schema_pb2.Schema())
     assert {feature.name for feature in schema.feature} == _curated_schema()
@@ -233,7 +255,8 @@ def test_schema_and_examples(dag):
     counts = _split_counts(examples)
     assert min(counts.values()) > 0, counts
     assert sum(counts.values()) == metadata["records_written"]
-    rows = len((folder / "data" / "penguins" / "penguins.csv").read_text().splitlines()) - 1
+    day = folder / "data" / "penguins" / f"day-{LATEST_SPAN}" / "penguins.csv"
+    rows = len(day.read_text().splitlines()) - 1
     assert metadata["records_written"] + metadata["quarantined_count"] == rows
     # Set by TFX's file-based ExampleGen driver, which the entry point runs.
     assert metadata["input_fingerprint"].startswith("split:single_split,num_files:1,")
@@ -242,7 +265,7 @@ def test_schema_and_examples(dag):
 
 
 def test_statistics_and_validation(dag):
-    _, records, _ = dag
+    _, records, _, _ = dag
     examples, _ = _output(records["ShardedExampleGen"], "examples")
     counts = _split_counts(examples)
     # ExampleGen describes its records in its own pass: there is no StatisticsGen.
@@ -265,7 +288,7 @@ def test_statistics_and_validation(dag):
 
 
 def test_transform_trainer_evaluator_pusher(dag):
-    _, records, folder = dag
+    _, records, folder, _ = dag
     transform_graph, _ = _output(records["Transform"], "transform_graph")
     assert (transform_graph / "transform_fn" / "saved_model.pb").is_file()
     assert _input_uri(records["Trainer"], "transform_graph") == transform_graph
@@ -287,8 +310,26 @@ def test_transform_trainer_evaluator_pusher(dag):
     assert (destination / "saved_model.pb").is_file()
 
 
+def test_each_run_converts_the_span_its_argument_names_and_pushes_a_model(dag):
+    spec, records, folder, earlier = dag
+    parameter = spec.root.input_definitions.parameters["span"]
+    assert parameter.default_value.string_value == "latest"
+    runs = {**earlier, LATEST_SPAN: records}
+    for span, run in runs.items():
+        asked = run["ShardedExampleGen"].executor_input.inputs.parameter_values["requested_span"]
+        assert asked.string_value == ("latest" if span == LATEST_SPAN else str(span))
+        examples, metadata = _output(run["ShardedExampleGen"], "examples")
+        assert metadata["span"] == span
+        plan = json.loads((examples / "shard_plan.json").read_text())
+        assert (plan["span"], plan["input_pattern"]) == (span, f"day-{span}/*.csv")
+        _, pushed = _output(run["Pusher"], "pushed_model")
+        assert pushed["pushed"] == 1
+    # One model version per run: the second run did not overwrite the first's.
+    assert len(list((folder / "serving").iterdir())) == len(runs)
+
+
 def test_tasks_ran_as_the_images_user_with_its_schemas(dag):
-    spec, records, _ = dag
+    spec, records, _, _ = dag
     for task in TASKS:
         for name in spec.components[task].output_definitions.artifacts:
             uri, _ = _output(records[task], name)
@@ -299,7 +340,7 @@ def test_tasks_ran_as_the_images_user_with_its_schemas(dag):
 
 
 def test_example_gen_ran_on_its_engine_in_the_container(dag, request):
-    _, records, _ = dag
+    _, records, _, _ = dag
     logs = records["ShardedExampleGen"].logs
     on_spark = "Converting on Spark (local[2]" in logs
     assert on_spark == (request.node.callspec.params["dag"] == "spark"), logs[-2000:]
