@@ -233,12 +233,19 @@ def _statistics_paths(output_dict, span: int, split_names) -> dict[str, str] | N
     }
 
 
+def _resolved(exec_properties: dict[str, Any], name: str) -> int | None:
+    """An integer the driver resolved (span, version), or None. On Kubeflow it arrives as a
+    JSON number, a float (2.0): the artifacts' int properties refuse that."""
+    value = exec_properties.get(name)
+    return None if value is None else int(value)
+
+
 def _span_of(exec_properties: dict[str, Any], input_config) -> dict[str, Any]:
     """The span and version TFX's driver resolved (0 and None for data without spans, as on
     the Examples artifact) and the input pattern it filled in, for the shard plan."""
     return {
-        "span": exec_properties.get(utils.SPAN_PROPERTY_NAME) or 0,
-        "version": exec_properties.get(utils.VERSION_PROPERTY_NAME),
+        "span": _resolved(exec_properties, utils.SPAN_PROPERTY_NAME) or 0,
+        "version": _resolved(exec_properties, utils.VERSION_PROPERTY_NAME),
         "input_pattern": input_config.splits[0].pattern,
     }
 
@@ -297,7 +304,7 @@ class Executor(BaseExampleGenExecutor):
         spill_dir = os.path.join(examples.uri, _SPILL_DIR)
         logging.info("Converting %s into sharded TFRecords.", exec_properties["input_base"])
         split_dirs = {name: artifact_utils.get_split_uri([examples], name) for name in split_names}
-        span = exec_properties.get(utils.SPAN_PROPERTY_NAME) or 0
+        span = _resolved(exec_properties, utils.SPAN_PROPERTY_NAME) or 0
         statistics_paths = _statistics_paths(output_dict, span, split_names)
         plans = _source_plans(exec_properties, input_config, output_config)
         on_spark = (exec_properties.get(keys.ENGINE_KEY) or keys.BEAM) == keys.SPARK
