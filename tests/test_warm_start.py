@@ -65,3 +65,27 @@ def test_new_train_files_are_those_the_base_model_did_not_read(base_model):
     files = ["day-1/Split-train/*", "day-2/Split-train/*"]
     assert warm_start.new_train_files(base_model, files) == ["day-2/Split-train/*"]
     assert warm_start.new_train_files(None, files) == files
+
+
+def _pipeline_node_ids(tmp_path, *flags: str) -> set[str]:
+    from tfrecord_pipelines.cli.main import build_parser
+    from tfrecord_pipelines.cli.task_arguments import config_from_args
+    from tfrecord_pipelines.definition.pipeline import create_pipeline
+
+    for day in (1, 2):
+        (tmp_path / f"day-{day}").mkdir(exist_ok=True)
+        (tmp_path / f"day-{day}" / "rows.csv").write_text("x,label\n1.5,a\n2.5,b\n")
+    args = build_parser().parse_args(
+        ["run", "--data", f"{tmp_path}/day-{{SPAN}}/", "--label", "label", "--span", "2", *flags]
+    )
+    pipeline = create_pipeline(
+        config_from_args(args), str(tmp_path / "root"), compare_to_latest_blessed=True
+    )
+    return {node.id for node in pipeline.components}
+
+
+def test_runs_over_spans_resolve_a_base_model_unless_told_not_to(tmp_path):
+    from tfrecord_pipelines.definition.baseline_model import BASE_MODEL_RESOLVER
+
+    assert BASE_MODEL_RESOLVER in _pipeline_node_ids(tmp_path)
+    assert BASE_MODEL_RESOLVER not in _pipeline_node_ids(tmp_path, "--no-warm-start")

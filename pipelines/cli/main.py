@@ -270,7 +270,9 @@ def _print_summary(
     print(f"  metrics:       {metrics}")
     print(f"  evaluation:    {summary.evaluation}")
     print(f"  trained model: {summary.model}")
-    if config.source.spans and summary.warm_start:
+    if config.source.spans and not config.warm_start:
+        print("  warm start:    off (--no-warm-start): trained from scratch")
+    elif config.source.spans and summary.warm_start:
         print(f"  warm start:    {_warm_start_line(summary.warm_start)}")
     if summary.resumed_steps:
         print(
