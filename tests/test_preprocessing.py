@@ -24,10 +24,10 @@ ROWS = [
 ]
 
 
-def _transform(task: Task) -> list[dict]:
+def _transform(task: Task, rows: list[dict] = ROWS) -> list[dict]:
     metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(RAW_SPEC))
     with tempfile.TemporaryDirectory() as temp_dir, tft_beam.Context(temp_dir=temp_dir):
-        (transformed, _), _ = (ROWS, metadata) | tft_beam.AnalyzeAndTransformDataset(
+        (transformed, _), _ = (rows, metadata) | tft_beam.AnalyzeAndTransformDataset(
             lambda inputs: preprocessing_fn(inputs, task.to_custom_config())
         )
     return transformed
@@ -42,13 +42,30 @@ def test_numeric_features_become_z_scores_with_missing_values_at_the_mean():
     assert sizes[2] == 0.0
 
 
-def test_strings_and_integer_labels_become_vocabulary_indices():
-    rows = _transform(Task(label="label"))
-    colors = [int(np.ravel(row["color_xf"])[0]) for row in rows]
-    labels = [int(np.ravel(row["label_xf"])[0]) for row in rows]
-    # Vocabularies order by frequency: "red" and class "3" are the most frequent.
-    assert colors == [0, 1, 0, 0]
-    assert labels == [0, 1, 0, 0]
+def _indices(rows: list[dict]) -> tuple[dict, dict]:
+    """Each colour's and each class's index in the transformed rows."""
+    transformed = _transform(Task(label="label"), rows)
+    colors, labels = {}, {}
+    for raw, row in zip(rows, transformed, strict=True):
+        colors.setdefault(raw["color"][0], set()).add(int(np.ravel(row["color_xf"])[0]))
+        labels.setdefault(raw["label"][0], set()).add(int(np.ravel(row["label_xf"])[0]))
+    return colors, labels
+
+
+def test_strings_and_integer_labels_become_vocabulary_indices_whatever_their_counts():
+    colors, labels = _indices(ROWS)
+    assert colors.keys() == {b"red", b"blue"} and labels.keys() == {3, 7}
+    # One index per token, a different one for each token, within the vocabulary.
+    assert sorted(i for (i,) in colors.values()) == [0, 1]
+    assert sorted(i for (i,) in labels.values()) == [0, 1]
+    # Counts swapped (blue and class 7 now the most frequent): the same indices, so a
+    # model of one window fits the next (vocabularies ordered by fingerprint).
+    swapped = [
+        {**row, "color": [b"blue" if row["color"] == [b"red"] else b"red"],
+         "label": [7 if row["label"] == [3] else 3]}
+        for row in ROWS
+    ]  # fmt: skip
+    assert _indices(swapped) == (colors, labels)
 
 
 def test_regression_label_stays_a_float():
