@@ -19,6 +19,11 @@ def _inputs(**changes) -> dict:
     return inputs
 
 
+def _plan(base_model, current, new_records, train_records):
+    base = warm_start.read_base_inputs(base_model)
+    return warm_start.plan(base_model, base, current, new_records, train_records)
+
+
 @pytest.fixture
 def base_model(tmp_path):
     """A base model's serving folder and the inputs it recorded beside it."""
@@ -29,7 +34,7 @@ def base_model(tmp_path):
 
 
 def test_same_inputs_warm_start_for_the_new_records_share_of_the_steps(base_model):
-    plan = warm_start.plan(base_model, _inputs(), new_records=1_000, train_records=30_000)
+    plan = _plan(base_model, _inputs(), new_records=1_000, train_records=30_000)
     assert plan.weights and plan.weights.endswith("warm_start/weights")
     assert plan.reason == "3.3% of the train records are new to it"
     assert plan.steps(3_000) == 100
@@ -49,21 +54,22 @@ def test_same_inputs_warm_start_for_the_new_records_share_of_the_steps(base_mode
     ],
 )
 def test_changed_inputs_train_from_scratch_and_say_which(base_model, changes, reason):
-    plan = warm_start.plan(base_model, _inputs(**changes), new_records=10, train_records=100)
+    plan = _plan(base_model, _inputs(**changes), new_records=10, train_records=100)
     assert plan.weights is None and plan.steps(3_000) == 3_000
     assert plan.reason.startswith(f"from scratch: {reason}"), plan.reason
 
 
 def test_no_base_model_or_none_kept_trains_from_scratch(tmp_path):
-    assert warm_start.plan(None, _inputs(), 10, 100).reason == "no earlier blessed model"
-    kept_nothing = warm_start.plan(str(tmp_path / "Format-Serving"), _inputs(), 10, 100)
+    assert _plan(None, _inputs(), 10, 100).reason == "no earlier blessed model"
+    kept_nothing = _plan(str(tmp_path / "Format-Serving"), _inputs(), 10, 100)
     assert kept_nothing.weights is None
     assert kept_nothing.reason == "the base model kept no weights to start from"
 
 
 def test_new_train_files_are_those_the_base_model_did_not_read(base_model):
     files = ["day-1/Split-train/*", "day-2/Split-train/*"]
-    assert warm_start.new_train_files(base_model, files) == ["day-2/Split-train/*"]
+    base = warm_start.read_base_inputs(base_model)
+    assert warm_start.new_train_files(base, files) == ["day-2/Split-train/*"]
     assert warm_start.new_train_files(None, files) == files
 
 

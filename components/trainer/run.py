@@ -158,9 +158,11 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     inputs = warm_start.model_inputs(
         tf_transform_output, _model_settings(task, options, reading), list(fn_args.train_files)
     )
-    new_files = warm_start.new_train_files(fn_args.base_model, fn_args.train_files)
+    base = warm_start.read_base_inputs(fn_args.base_model)
+    new_files = warm_start.new_train_files(base, fn_args.train_files)
     warm = warm_start.plan(
         fn_args.base_model,
+        base,
         inputs,
         split_records(new_files) if len(new_files) < len(fn_args.train_files) else train_records,
         train_records,

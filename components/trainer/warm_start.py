@@ -63,7 +63,7 @@ def model_inputs(
 
 def save(model: tf.keras.Model, serving_model_dir: str, inputs: dict) -> None:
     """Keeps ``model``'s weights and ``inputs`` beside its serving folder for a warm start."""
-    folder = os.path.join(os.path.dirname(serving_model_dir.rstrip("/")), WARM_START_FOLDER)
+    folder = _folder(serving_model_dir)
     model.save_weights(os.path.join(folder, _WEIGHTS))
     with tf.io.gfile.GFile(os.path.join(folder, _INPUTS_FILE), "w") as f:
         json.dump(inputs, f)
@@ -116,11 +116,34 @@ def _first_difference(base: dict, current: dict) -> str | None:
     return None
 
 
-def plan(base_model: str | None, current: dict, new_records: int, train_records: int) -> WarmStart:
+def read_base_inputs(base_model: str | None) -> dict | None:
+    """What a base model recorded of its inputs (``model_inputs``), or None: no base model,
+    or one that kept no weights to start from."""
+    if not base_model:
+        return None
+    path = os.path.join(_folder(base_model), _INPUTS_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as f:
+        return json.load(f)
+
+
+def _folder(base_model: str) -> str:
+    return os.path.join(os.path.dirname(base_model.rstrip("/")), WARM_START_FOLDER)
+
+
+def plan(
+    base_model: str | None,
+    base: dict | None,
+    current: dict,
+    new_records: int,
+    train_records: int,
+) -> WarmStart:
     """Decides whether this training can start from ``base_model``'s weights.
 
     Args:
       base_model: ``fn_args.base_model`` (a serving folder), or None.
+      base: what it recorded (``read_base_inputs``).
       current: this training's ``model_inputs``.
       new_records: train records in files the base model did not read
         (``new_train_files`` tells which).
@@ -128,12 +151,8 @@ def plan(base_model: str | None, current: dict, new_records: int, train_records:
     """
     if not base_model:
         return WarmStart(None, "no earlier blessed model")
-    folder = os.path.join(os.path.dirname(base_model.rstrip("/")), WARM_START_FOLDER)
-    inputs_path = os.path.join(folder, _INPUTS_FILE)
-    if not tf.io.gfile.exists(inputs_path):
+    if base is None:
         return WarmStart(base_model, "the base model kept no weights to start from")
-    with tf.io.gfile.GFile(inputs_path) as f:
-        base = json.load(f)
     difference = _first_difference(base, current)
     if difference:
         return WarmStart(base_model, f"from scratch: {difference} since the base model")
@@ -141,20 +160,15 @@ def plan(base_model: str | None, current: dict, new_records: int, train_records:
     return WarmStart(
         base_model,
         f"{100 * share:.1f}% of the train records are new to it",
-        weights=os.path.join(folder, _WEIGHTS),
+        weights=os.path.join(_folder(base_model), _WEIGHTS),
         new_share=share,
     )
 
 
-def new_train_files(base_model: str | None, train_files: list[str]) -> list[str]:
-    """The train file patterns the base model did not read (all of them without one)."""
-    if not base_model:
-        return list(train_files)
-    path = os.path.join(os.path.dirname(base_model.rstrip("/")), WARM_START_FOLDER, _INPUTS_FILE)
-    if not tf.io.gfile.exists(path):
-        return list(train_files)
-    with tf.io.gfile.GFile(path) as f:
-        seen = set(json.load(f).get("train_files", []))
+def new_train_files(base: dict | None, train_files: list[str]) -> list[str]:
+    """The train file patterns the base model (its ``read_base_inputs``) did not read: all of
+    them without one."""
+    seen = set(base.get("train_files", [])) if base else set()
     return [p for p in train_files if p not in seen]
 
 

@@ -8,7 +8,7 @@ from tfx import types
 from tfx import v1 as tfx
 from tfx.components.evaluator import constants as evaluator_constants
 
-from tfrecord_pipelines.definition.span_window import spans_read
+from tfrecord_pipelines.definition.span_window import outputs_of, spans_read
 
 MODEL_KEY = "model"
 BLESSING_KEY = "model_blessing"
@@ -74,15 +74,9 @@ def base_model_resolver(trainer_id: str, evaluator_id: str, end: int) -> tfx.dsl
     return tfx.dsl.Resolver(
         strategy_class=LatestBlessedModelBeforeSpanStrategy,
         config={"end": end},
-        model=tfx.dsl.Channel(
-            type=tfx.types.standard_artifacts.Model,
-            producer_component_id=trainer_id,
-            output_key="model",
-        ),
-        model_blessing=tfx.dsl.Channel(
-            type=tfx.types.standard_artifacts.ModelBlessing,
-            producer_component_id=evaluator_id,
-            output_key="blessing",
+        model=outputs_of(tfx.types.standard_artifacts.Model, trainer_id, "model"),
+        model_blessing=outputs_of(
+            tfx.types.standard_artifacts.ModelBlessing, evaluator_id, "blessing"
         ),
     ).with_id(BASE_MODEL_RESOLVER)
 

@@ -134,6 +134,14 @@ class LatestBeforeSpanStrategy(tfx.dsl.experimental.ResolverStrategy):
         return result
 
 
+def outputs_of(artifact_type: type, component_id: str, output_key: str) -> tfx.dsl.Channel:
+    """A plain Channel of every artifact ``component_id`` recorded under ``output_key``, in
+    any run: what a Resolver picks from."""
+    return tfx.dsl.Channel(
+        type=artifact_type, producer_component_id=component_id, output_key=output_key
+    )
+
+
 def span_window_resolver(
     example_gen: base_node.BaseNode, num_spans: int, end: int
 ) -> tfx.dsl.Resolver:
@@ -149,11 +157,7 @@ def span_window_resolver(
         strategy_class=SpanWindowStrategy,
         config={"num_spans": num_spans, "end": end},
         # A plain Channel: every conversion ExampleGen recorded, of any run.
-        examples=tfx.dsl.Channel(
-            type=tfx.types.standard_artifacts.Examples,
-            producer_component_id=example_gen.id,
-            output_key=EXAMPLES_KEY,
-        ),
+        examples=outputs_of(tfx.types.standard_artifacts.Examples, example_gen.id, EXAMPLES_KEY),
     ).with_id(WINDOW_RESOLVER)
     resolver.add_upstream_node(example_gen)
     return resolver
@@ -164,10 +168,8 @@ def previous_span_statistics_resolver(example_gen_id: str, end: int) -> tfx.dsl.
     return tfx.dsl.Resolver(
         strategy_class=PreviousSpanStrategy,
         config={"end": end},
-        statistics=tfx.dsl.Channel(
-            type=tfx.types.standard_artifacts.ExampleStatistics,
-            producer_component_id=example_gen_id,
-            output_key=STATISTICS_KEY,
+        statistics=outputs_of(
+            tfx.types.standard_artifacts.ExampleStatistics, example_gen_id, STATISTICS_KEY
         ),
     ).with_id(PREVIOUS_SPAN_RESOLVER)
 
@@ -178,9 +180,7 @@ def analyzer_cache_resolver(transform_id: str, end: int) -> tfx.dsl.Resolver:
     return tfx.dsl.Resolver(
         strategy_class=LatestBeforeSpanStrategy,
         config={"end": end},
-        cache=tfx.dsl.Channel(
-            type=tfx.types.standard_artifacts.TransformCache,
-            producer_component_id=transform_id,
-            output_key="updated_analyzer_cache",
+        cache=outputs_of(
+            tfx.types.standard_artifacts.TransformCache, transform_id, "updated_analyzer_cache"
         ),
     ).with_id(ANALYZER_CACHE_RESOLVER)
