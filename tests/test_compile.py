@@ -43,6 +43,8 @@ def compiled(tmp_path_factory):
         SPARK_ON_KUBERNETES,
         "--spark-conf",
         "spark.kubernetes.namespace=kubeflow",
+        "--shard-size",
+        "64MiB",
     )
     assert result.returncode == 0, result.stderr
     assert str(output) in result.stdout
@@ -293,6 +295,15 @@ def test_example_gen_converts_on_the_spark_master_it_was_compiled_with(compiled)
         # The executors run the image the components run.
         "spark.kubernetes.container.image": "registry.example/tp:1",
     }
+
+
+def test_a_shard_size_set_wins_over_the_default_reader_floor(compiled):
+    parameters = _pipeline_spec(compiled)["root"]["dag"]["tasks"]["ShardedExampleGen"]["inputs"][
+        "parameters"
+    ]
+    assert parameters["target_shard_bytes"]["runtimeValue"]["constant"] == 64 * 2**20
+    # No floor: the images' pipeline, compiled with the defaults, has num_readers 10.
+    assert "num_readers" not in parameters and "num_shards" not in parameters
 
 
 def test_data_in_spans_compiles_with_the_span_as_a_run_time_parameter(tmp_path):

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from conftest import run_cli
 from example_data import write_csv
+from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions, plan_shards
 from tfrecord_pipelines.components.tfrecord_inspect import format_spec, inspect_records
 
 
@@ -69,10 +70,41 @@ def test_convert_then_inspect_from_the_command_line(tmp_path):
     assert "Read 3,004 records: wrote 3,000, quarantined 4" in converted.stdout
     assert "Split-train:" in converted.stdout and "Split-eval:" in converted.stdout
     assert f"Shard plan: {tmp_path / 'out' / 'shard_plan.json'}" in converted.stdout
+    # The size set wins over the default floor of 10 readers, with nothing to say.
+    plan = json.loads((tmp_path / "out" / "shard_plan.json").read_text())
+    assert plan["num_readers"] is None
+    for split in plan["splits"].values():
+        by_size = plan_shards(
+            split["estimated_bytes"], split["records_measured"], ShardingOptions(32 * 1024)
+        )
+        assert split["planned_shards"] == by_size.num_shards != 10
+        assert split["shards_adjusted"] == ""
+    assert "(target " in converted.stdout and "raised" not in converted.stdout
     inspected = run_cli("inspect", str(tmp_path / "out" / "Split-train"))
     assert inspected.returncode == 0, inspected.stderr[-2000:]
     assert "'amount': tf.io.FixedLenFeature([1], tf.float32)," in inspected.stdout
     assert "'colour': tf.io.FixedLenFeature([1], tf.string)," in inspected.stdout
+
+
+def test_convert_writes_the_shard_count_asked_for_and_says_why_readers_raised_it(tmp_path):
+    source = write_csv(tmp_path / "source", 3_000)
+    converted = run_cli(
+        "convert", str(source), str(tmp_path / "out"), "--num-shards", "3", "--readers", "4",
+        "--split", "train=2,eval=1", "--beam-arg=--direct_running_mode=in_memory",
+    )  # fmt: skip
+    assert converted.returncode == 0, converted.stderr[-2000:]
+    plan = json.loads((tmp_path / "out" / "shard_plan.json").read_text())
+    assert [split["planned_shards"] for split in plan["splits"].values()] == [4, 4]
+    assert "Split-train: 4 shards (planned 4)" in converted.stdout
+    assert "(3 asked for)" in converted.stdout
+    assert "    raised from 3 to 4 shards: one per reader, 4 readers" in converted.stdout
+    both = run_cli("convert", str(source), str(tmp_path / "x"), "--num-shards", "3",
+                   "--shard-size", "1MiB")  # fmt: skip
+    assert both.returncode == 2
+    assert both.stderr.strip().splitlines()[-1] == (
+        "error: --shard-size and --num-shards: Set a target shard size or a shard count, "
+        "not both: the count would ignore the size."
+    )
 
 
 def test_convert_detects_the_format_and_plans_as_run_does(tmp_path):

@@ -143,6 +143,11 @@ def test_tabular_trainer_reads_the_planned_shards(penguins_run):
     files = list_files(os.path.join(examples, "Split-train", "*"))
     assert [os.path.basename(f) for f in files] == planned
     assert summary.training.train_records == plan["splits"]["train"]["records"]
+    # The floor of 10 readers, then the records' cap, changed the size's one shard: said once.
+    records = plan["splits"]["train"]["records_measured"]
+    line = f"train capped at {len(planned)} shards, not 10 (one per reader): {records:,} records"
+    assert summary.shards_adjusted[0].startswith(line)
+    assert f"  shards:        {line}" in result.stdout
 
 
 def test_summary_says_what_each_component_cost_and_what_the_model_saw(penguins_run):

@@ -5,10 +5,13 @@ import collections
 import pytest
 
 from tfrecord_pipelines.components.example_gen.shard_plan import (
+    DEFAULT_NUM_READERS,
+    DEFAULT_TARGET_SHARD_BYTES,
     MIN_RECORDS_PER_SHARD,
     ShardingOptions,
     parse_size,
     plan_shards,
+    requested_sharding,
 )
 
 MIB = 2**20
@@ -48,14 +51,50 @@ def test_large_remainder_gets_a_last_smaller_shard():
     assert last == pytest.approx(64 * MIB, rel=1e-6)
 
 
-def test_readers_raise_the_shard_count():
+def test_readers_raise_the_shard_count_and_the_plan_says_so():
     plan = plan_shards(200 * MIB, 1_000_000, ShardingOptions(128 * MIB, num_readers=10))
     assert plan.num_shards == 10
+    assert plan.adjusted == "raised from 2 to 10 shards: one per reader, 10 readers"
+    assert not plan_shards(2000 * MIB, 1_000_000, ShardingOptions(128 * MIB, 10)).adjusted
+    floor_then_cap = plan_shards(MIB, 5 * MIN_RECORDS_PER_SHARD, ShardingOptions(128 * MIB, 10))
+    assert floor_then_cap.adjusted == (
+        "capped at 5 shards, not 10 (one per reader): 160 records fill 5 of at least 32 records"
+    )
 
 
 def test_few_records_cap_the_shard_count_so_no_shard_is_empty():
     plan = plan_shards(100 * MIB, 3 * MIN_RECORDS_PER_SHARD, ShardingOptions(MIB, num_readers=50))
     assert plan.num_shards == 3
+    assert plan.adjusted == (
+        "capped at 3 shards, not 100: 96 records fill 3 of at least 32 records"
+    )
+
+
+def test_an_explicit_shard_count_replaces_the_size_rule():
+    plan = plan_shards(100 * MIB, 1_000_000, requested_sharding(num_shards=4))
+    assert (plan.num_shards, plan.adjusted) == (4, "")
+    capped = plan_shards(100 * MIB, 100, requested_sharding(num_shards=4))
+    assert capped.num_shards == 3
+    assert capped.adjusted.startswith("capped at 3 shards, not 4: 100 records")
+
+
+def test_what_the_user_set_wins_over_the_default_reader_floor():
+    # Nothing set: the default size and floor.
+    assert requested_sharding() == ShardingOptions(
+        DEFAULT_TARGET_SHARD_BYTES, num_readers=DEFAULT_NUM_READERS
+    )
+    # 60 MB split at 8 MiB: 7 shards by size, not the default floor's 10.
+    by_size = requested_sharding(target_shard_bytes=8 * MIB)
+    assert by_size.num_readers is None
+    assert plan_shards(60_000_000, 400_000, by_size).num_shards == 7
+    # Both set: the reader count is the user's too, and raises the count, saying so.
+    both = plan_shards(60_000_000, 400_000, requested_sharding(8 * MIB, num_readers=10))
+    assert (both.num_shards, both.adjusted) == (
+        10,
+        "raised from 7 to 10 shards: one per reader, 10 readers",
+    )
+    with pytest.raises(ValueError, match="a target shard size or a shard count, not both"):
+        requested_sharding(8 * MIB, num_shards=3)
 
 
 def test_small_split_gets_one_shard():
@@ -78,3 +117,5 @@ def test_options_are_validated():
         ShardingOptions(num_readers=0)
     with pytest.raises(ValueError, match="target_shard_bytes must be at least 1"):
         ShardingOptions(target_shard_bytes=0)
+    with pytest.raises(ValueError, match="num_shards must be at least 1, got 0"):
+        ShardingOptions(num_shards=0)

@@ -85,6 +85,7 @@ def convert(
         keys.SOURCE_FORMAT_KEY: source_format,
         keys.TARGET_SHARD_BYTES_KEY: sharding.target_shard_bytes,
         keys.NUM_READERS_KEY: sharding.num_readers,
+        keys.NUM_SHARDS_KEY: sharding.num_shards,
         keys.COMPRESSION_KEY: compression,
         keys.MAX_BAD_FRACTION_KEY: max_bad_fraction,
         keys.LABEL_KEY: label_key,

@@ -292,6 +292,7 @@ class Executor(BaseExampleGenExecutor):
         sharding = ShardingOptions(
             target_shard_bytes=exec_properties[keys.TARGET_SHARD_BYTES_KEY],
             num_readers=exec_properties.get(keys.NUM_READERS_KEY),
+            num_shards=exec_properties.get(keys.NUM_SHARDS_KEY),
         )
         exec_properties = {
             **exec_properties,
@@ -354,6 +355,7 @@ class Executor(BaseExampleGenExecutor):
             **_span_of(exec_properties, input_config),
             "target_shard_bytes": sharding.target_shard_bytes,
             "num_readers": sharding.num_readers,
+            "num_shards": sharding.num_shards,
             "compression": compression,
             "records_read": written + summary.count,
             "records_written": written,

@@ -3,6 +3,7 @@
 SOURCE_FORMAT_KEY = "source_format"
 TARGET_SHARD_BYTES_KEY = "target_shard_bytes"
 NUM_READERS_KEY = "num_readers"
+NUM_SHARDS_KEY = "num_shards"
 COMPRESSION_KEY = "compression"
 MAX_BAD_FRACTION_KEY = "max_bad_fraction"
 LABEL_KEY = "label_key"

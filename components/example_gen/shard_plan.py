@@ -6,8 +6,12 @@ with a target of T bytes per shard gets B/T shards rounded to a whole number:
 when the remainder is under a quarter of T it is spread over the full shards
 (each stays within +25% of T); otherwise it becomes one last, smaller shard.
 More readers than that raises the count to one shard per reader, in equal
-shares. Records are assigned by a hash of their bytes, so the assignment is
-deterministic and needs no coordination between workers.
+shares. An explicit shard count replaces the size rule. No split gets more
+shards than its records fill (``MIN_RECORDS_PER_SHARD`` each); when the
+reader floor or that cap changes the count the size or the user asked for,
+the plan says so in one line (``ShardPlan.adjusted``). Records are assigned
+by a hash of their bytes, so the assignment is deterministic and needs no
+coordination between workers.
 """
 
 from __future__ import annotations
@@ -63,10 +67,13 @@ class ShardingOptions:
       num_readers: workers that will read the data in parallel (about 10 per
         training server); the shard count is raised to at least this when
         there are enough records. None: size alone decides.
+      num_shards: shards per split, exactly (data allowing), instead of
+        the count the target size gives; the reader floor still applies.
     """
 
     target_shard_bytes: int = DEFAULT_TARGET_SHARD_BYTES
     num_readers: int | None = None
+    num_shards: int | None = None
 
     def __post_init__(self):
         if self.target_shard_bytes < 1:
@@ -75,6 +82,35 @@ class ShardingOptions:
             )
         if self.num_readers is not None and self.num_readers < 1:
             raise ValueError(f"num_readers must be at least 1, got {self.num_readers}.")
+        if self.num_shards is not None and self.num_shards < 1:
+            raise ValueError(f"num_shards must be at least 1, got {self.num_shards}.")
+
+
+def requested_sharding(
+    target_shard_bytes: int | None = None,
+    num_shards: int | None = None,
+    num_readers: int | None = None,
+) -> ShardingOptions:
+    """The sharding a user's settings ask for, None standing for "not set".
+
+    Nothing set: the default target size and the default floor of
+    ``DEFAULT_NUM_READERS`` readers. A target size or a shard count that was
+    set wins over the default floor: the floor applies only when the reader
+    count is set too (the plan then says when it raised the count).
+
+    Raises:
+      ValueError: if both a target size and a shard count are set, or a value is below 1.
+    """
+    if target_shard_bytes is not None and num_shards is not None:
+        raise ValueError(
+            "Set a target shard size or a shard count, not both: the count would ignore the size."
+        )
+    explicit = target_shard_bytes is not None or num_shards is not None
+    return ShardingOptions(
+        target_shard_bytes=target_shard_bytes or DEFAULT_TARGET_SHARD_BYTES,
+        num_readers=num_readers if num_readers is not None or explicit else DEFAULT_NUM_READERS,
+        num_shards=num_shards,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,12 +122,15 @@ class ShardPlan:
       weights: each shard's share of the records, summing to 1.
       estimated_bytes: the split's expected size on disk.
       num_records: records in the split, as measured before writing.
+      adjusted: empty, or one line saying why the count differs from the one
+        asked for (the target size's or ``num_shards``).
     """
 
     num_shards: int
     weights: tuple[float, ...]
     estimated_bytes: int
     num_records: int = 0
+    adjusted: str = ""
 
     def shard_of(self, record: bytes) -> int:
         """Returns the shard index for a serialized record (deterministic)."""
@@ -126,22 +165,35 @@ def plan_shards(estimated_bytes: int, num_records: int, options: ShardingOptions
     """
     if num_records < 1:
         raise ValueError("A split with no records cannot be sharded.")
-    ratio = estimated_bytes / options.target_shard_bytes
-    full = max(1, math.floor(ratio))
-    remainder = ratio - full if ratio >= 1 else 0.0
-    if remainder >= _SPREAD_REMAINDER_BELOW:
-        weights = [1.0] * full + [remainder]
+    if options.num_shards:
+        weights = [1.0] * options.num_shards
     else:
-        weights = [1.0] * full
+        ratio = estimated_bytes / options.target_shard_bytes
+        full = max(1, math.floor(ratio))
+        remainder = ratio - full if ratio >= 1 else 0.0
+        weights = [1.0] * full + ([remainder] if remainder >= _SPREAD_REMAINDER_BELOW else [])
+    asked, adjusted = len(weights), ""
     if options.num_readers and options.num_readers > len(weights):
         weights = [1.0] * options.num_readers
+        adjusted = (
+            f"raised from {asked} to {len(weights)} shards: one per reader, "
+            f"{options.num_readers} readers"
+        )
     most = max(1, num_records // MIN_RECORDS_PER_SHARD)
     if len(weights) > most:
+        wanted = f"{len(weights)}{' (one per reader)' if adjusted else ''}"
         weights = [1.0] * most
+        adjusted = (
+            f"capped at {most} shards, not {wanted}: {num_records:,} records fill "
+            f"{most} of at least {MIN_RECORDS_PER_SHARD} records"
+            if most != asked
+            else ""
+        )
     total = sum(weights)
     return ShardPlan(
         num_shards=len(weights),
         weights=tuple(w / total for w in weights),
         estimated_bytes=estimated_bytes,
         num_records=num_records,
+        adjusted=adjusted,
     )

@@ -172,6 +172,7 @@ def write_outcome(shards: list[dict], plan: ShardPlan | None, path: str) -> None
     """Writes a split's plan and merged shards ({"index", "path", "records"}) for finalize."""
     outcome = {
         "planned_shards": plan.num_shards if plan else 0,
+        "shards_adjusted": plan.adjusted if plan else "",
         "estimated_bytes": plan.estimated_bytes if plan else 0,
         "records_measured": plan.num_records if plan else 0,
         "shards": sorted(shards, key=lambda s: s["index"]),
@@ -184,7 +185,7 @@ def finalize_split(split_dir: str, outcome_path: str, compression: str) -> dict:
     """Renames a split's shards to their final names and returns its outcome.
 
     Returns:
-      ``{"planned_shards", "estimated_bytes", "records_measured", "records",
+      ``{"planned_shards", "shards_adjusted", "estimated_bytes", "records_measured", "records",
       "bytes", "shards": [{"file", "records", "bytes"}, ...]}``; shards
       numbered without gaps.
 

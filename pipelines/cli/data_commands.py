@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from tfrecord_pipelines.cli.task_arguments import compression_argument
+from tfrecord_pipelines.cli.task_arguments import add_sharding_arguments, compression_argument
 from tfrecord_pipelines.components.data_source import FORMATS
-from tfrecord_pipelines.components.example_gen.shard_plan import DEFAULT_NUM_READERS
 from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
 
 
@@ -21,14 +20,7 @@ def add_parsers(commands) -> None:
     convert.add_argument(
         "--format", choices=FORMATS, help="csv, parquet or images (default: detected)"
     )
-    convert.add_argument("--shard-size", default="128MiB", help="target bytes per shard file")
-    convert.add_argument(
-        "--readers",
-        type=int,
-        default=DEFAULT_NUM_READERS,
-        help=f"parallel readers: each split gets at least this many shards, data allowing "
-        f"(default: {DEFAULT_NUM_READERS}, as run)",
-    )
+    add_sharding_arguments(convert)
     convert.add_argument(
         "--compression",
         type=compression_argument,
@@ -127,10 +119,14 @@ def _check_engine(args: argparse.Namespace) -> dict[str, str]:
 
 def run_convert(args: argparse.Namespace) -> None:
     """Converts and prints the shard plan and the quarantine count."""
-    from tfrecord_pipelines.cli.task_arguments import UsageError, check_writable
+    from tfrecord_pipelines.cli.task_arguments import (
+        UsageError,
+        check_writable,
+        sharding_from_args,
+    )
     from tfrecord_pipelines.components import filesystem
     from tfrecord_pipelines.components.data_source import check_encoding, check_label, open_source
-    from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions, parse_size
+    from tfrecord_pipelines.components.example_gen.shard_plan import parse_size
     from tfrecord_pipelines.components.shard_compression import default_compression
     from tfrecord_pipelines.components.spans import split_data_path
 
@@ -149,11 +145,7 @@ def run_convert(args: argparse.Namespace) -> None:
     splits = _parse_splits(args.split) if args.split else None
     if args.eval_rows < 1:
         raise UsageError(f"--eval-rows must be at least 1, got {args.eval_rows}.")
-    if args.readers < 1:
-        raise UsageError(f"--readers must be at least 1, got {args.readers}.")
-    sharding = ShardingOptions(
-        target_shard_bytes=parse_size(args.shard_size), num_readers=args.readers
-    )
+    sharding = sharding_from_args(args)
     block_bytes = parse_size(args.block_size)
     spark_conf = _check_engine(args)
     dest = os.path.abspath(args.dest)
@@ -198,14 +190,20 @@ def run_convert(args: argparse.Namespace) -> None:
         print(f"  Skipped {describe_skipped(skipped['count'], skipped['first'])}.")
     if "split_sizing" in report:
         print(f"  Splits sized to the data: {describe_sizing(report['split_sizing'])}")
+    asked = (
+        f"{report['num_shards']} asked for"
+        if report.get("num_shards")
+        else f"target {report['target_shard_bytes'] / 2**20:.1f} MiB"
+    )
     for name, split in report["splits"].items():
         sizes = [s["bytes"] for s in split["shards"]]
         print(
             f"  Split-{name}: {len(sizes)} shards (planned {split['planned_shards']}), "
             f"{split['records']:,} records, {split['bytes'] / 2**20:.1f} MiB, shard sizes "
-            f"{min(sizes) / 2**20:.1f}-{max(sizes) / 2**20:.1f} MiB "
-            f"(target {report['target_shard_bytes'] / 2**20:.1f} MiB)"
+            f"{min(sizes) / 2**20:.1f}-{max(sizes) / 2**20:.1f} MiB ({asked})"
         )
+        if split.get("shards_adjusted"):
+            print(f"    {split['shards_adjusted']}")
     print(f"Shard plan: {os.path.join(dest, 'shard_plan.json')}")
 
 

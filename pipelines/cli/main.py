@@ -295,6 +295,8 @@ def _print_summary(
         from tfrecord_pipelines.components.image_folder import describe_skipped
 
         print(f"  skipped:       {describe_skipped(*summary.skipped_files)}")
+    if summary.shards_adjusted:
+        print(f"  shards:        {'; '.join(summary.shards_adjusted)}")
     if summary.costs:
         print("  cost:          " + "\n                 ".join(_cost_lines(summary.costs)))
     print(f"  artifacts:     {layout.pipeline_root}")

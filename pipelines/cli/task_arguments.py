@@ -13,7 +13,12 @@ import re
 from pathlib import Path
 
 from tfrecord_pipelines.components.drift.thresholds import DEFAULT_MAX_JS, DEFAULT_MAX_LINF
-from tfrecord_pipelines.components.example_gen.shard_plan import DEFAULT_NUM_READERS
+from tfrecord_pipelines.components.example_gen.shard_plan import (
+    DEFAULT_NUM_READERS,
+    DEFAULT_TARGET_SHARD_BYTES,
+    parse_size,
+    requested_sharding,
+)
 from tfrecord_pipelines.components.shard_compression import parse_compression
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -34,6 +39,59 @@ def compression_argument(text: str) -> str:
 
 class UsageError(Exception):
     """A bad command-line argument; printed as one line, exit status 2."""
+
+
+def size_argument(text: str) -> int:
+    """Checks a byte size for argparse (128MiB, 64KiB, 1GB, 4096) and returns its bytes."""
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def positive_int_argument(text: str) -> int:
+    """Checks a count for argparse: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number.") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}.")
+    return value
+
+
+def add_sharding_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds --shard-size, --num-shards and --readers (``shard_plan.requested_sharding``)."""
+    parser.add_argument(
+        "--shard-size",
+        type=size_argument,
+        help=f"target bytes per shard file, e.g. 64MiB (default: "
+        f"{DEFAULT_TARGET_SHARD_BYTES // 2**20}MiB, raised to --readers shards)",
+    )
+    parser.add_argument(
+        "--num-shards",
+        type=positive_int_argument,
+        help="shards per split, instead of a target size",
+    )
+    parser.add_argument(
+        "--readers",
+        type=positive_int_argument,
+        help="parallel readers of the data: each split gets at least this many shards, "
+        f"data allowing (default: {DEFAULT_NUM_READERS}, unless --shard-size or "
+        "--num-shards is set: what is set wins)",
+    )
+
+
+def sharding_from_args(args: argparse.Namespace):
+    """The ShardingOptions the sharding arguments ask for.
+
+    Raises:
+      UsageError: if both --shard-size and --num-shards are given.
+    """
+    try:
+        return requested_sharding(args.shard_size, args.num_shards, args.readers)
+    except ValueError as e:
+        raise UsageError(f"--shard-size and --num-shards: {e}") from None
 
 
 def add_task_arguments(parser: argparse.ArgumentParser) -> None:
@@ -171,13 +229,7 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
         help="tf.data service dispatcher whose workers read, parse and decode the training "
         "input (python -m tfrecord_pipelines.cli.data_service; k8s/components/data-service)",
     )
-    parser.add_argument(
-        "--readers",
-        type=int,
-        default=DEFAULT_NUM_READERS,
-        help="parallel readers of the data: each split gets at least this many shards "
-        f"(default: {DEFAULT_NUM_READERS})",
-    )
+    add_sharding_arguments(parser)
     parser.add_argument(
         "--compression",
         type=compression_argument,
@@ -418,6 +470,7 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
     )
     from tfrecord_pipelines.definition.schema_file import check_schema
 
+    sharding = sharding_from_args(args)
     source = _source(args)
     task = _task(args, source)
     training = TrainingOptions(
@@ -456,7 +509,9 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
         evaluation=evaluation,
         training=training,
         ingest=IngestOptions(
-            num_readers=args.readers,
+            num_readers=sharding.num_readers,
+            target_shard_bytes=sharding.target_shard_bytes,
+            num_shards=sharding.num_shards,
             compression=args.compression,
             encoding=args.encoding,
             engine=args.example_gen_engine,

@@ -8,7 +8,10 @@ import re
 from tfrecord_pipelines.components.data_source import DataSource, check_encoding
 from tfrecord_pipelines.components.drift.thresholds import DEFAULT_MAX_JS, DEFAULT_MAX_LINF
 from tfrecord_pipelines.components.example_gen.keys import ENGINES
-from tfrecord_pipelines.components.example_gen.shard_plan import DEFAULT_NUM_READERS
+from tfrecord_pipelines.components.example_gen.shard_plan import (
+    ShardingOptions,
+    requested_sharding,
+)
 from tfrecord_pipelines.components.example_gen.spark import session as spark_session
 from tfrecord_pipelines.components.pusher.on_drift import BLOCK, ON_DRIFT
 from tfrecord_pipelines.components.shard_compression import default_compression, parse_compression
@@ -105,7 +108,10 @@ class IngestOptions:
       num_readers: workers expected to read the data in parallel (about 10
         per training server): each split gets at least this many shards,
         data allowing, so reads overlap even when the data is smaller than
-        one shard's target size.
+        one shard's target size. None: ``DEFAULT_NUM_READERS``, unless a
+        shard size or count is set (that setting then wins).
+      target_shard_bytes: bytes per shard file; None: the default 128 MiB.
+      num_shards: shards per split, instead of a target size.
       compression: ``gzip``, ``gzip:LEVEL`` (1 fastest to 9 smallest) or
         ``none``; None: the format's default, GZIP for tabular data (text
         compresses several-fold) and none for images (encoded images shrink
@@ -121,7 +127,9 @@ class IngestOptions:
         ``(("spark.executor.memory", "4g"),)``.
     """
 
-    num_readers: int = DEFAULT_NUM_READERS
+    num_readers: int | None = None
+    target_shard_bytes: int | None = None
+    num_shards: int | None = None
     compression: str | None = None
     encoding: str = "utf-8"
     engine: str = "beam"
@@ -129,8 +137,7 @@ class IngestOptions:
     spark_conf: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
-        if self.num_readers < 1:
-            raise ValueError(f"num_readers must be at least 1, got {self.num_readers}.")
+        self.sharding()  # checks the three shard settings together
         if self.compression is not None:
             parse_compression(self.compression)
         check_encoding(self.encoding)
@@ -139,6 +146,10 @@ class IngestOptions:
         if self.spark_master:
             spark_session.check_master(self.spark_master)
         spark_session.parse_conf([f"{key}={value}" for key, value in self.spark_conf])
+
+    def sharding(self) -> ShardingOptions:
+        """The shard settings ExampleGen gets (``shard_plan.requested_sharding``)."""
+        return requested_sharding(self.target_shard_bytes, self.num_shards, self.num_readers)
 
     def compression_for(self, source: DataSource) -> str:
         """The compression the shards of ``source`` get."""

@@ -36,7 +36,6 @@ from tfrecord_pipelines.components.drift.component import DriftCheck
 from tfrecord_pipelines.components.drift.executor import ANOMALIES_KEY
 from tfrecord_pipelines.components.example_gen import ShardedExampleGen
 from tfrecord_pipelines.components.example_gen.component import input_config_for
-from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.components.pusher import executor as pusher_executor
 from tfrecord_pipelines.components.pusher.component import Pusher
 from tfrecord_pipelines.components.trainer.training_length import DEFAULT_MIN_STEPS
@@ -112,7 +111,7 @@ def _ingest(config: PipelineConfig, span) -> tuple:
         input_base=source.input_base,
         input_config=input_config_for(source),
         source_format=source.format,
-        sharding=ShardingOptions(num_readers=config.ingest.num_readers),
+        sharding=config.ingest.sharding(),
         compression=config.ingest.compression_for(source),
         encoding=config.ingest.encoding,
         engine=config.ingest.engine,

@@ -71,6 +71,8 @@ class RunSummary:
       quarantine: the folder of their JSON lines.
       skipped_files: an image folder's files left out as not named like
         images: how many, and the first of them (``image_folder.describe_skipped``).
+      shards_adjusted: "split: why" for each split whose shard count the
+        reader floor or the records' cap changed (``ShardPlan.adjusted``).
       span: the span ExampleGen converted, its version (None: the pattern has
         no {VERSION}) and the input pattern it read (span folders filled in):
         for data in spans; 0, None and the pattern otherwise.
@@ -101,6 +103,7 @@ class RunSummary:
     quarantined: int
     quarantine: str
     skipped_files: tuple[int, list[str]]
+    shards_adjusted: tuple[str, ...]
     span: tuple[int, int | None, str | None]
     window: WindowSummary | None
     drift: tuple[int, dict[str, dict]] | None
@@ -163,6 +166,11 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         quarantined=quarantine.custom_properties["count"].int_value,
         quarantine=quarantine.uri,
         skipped_files=(skipped.get("count", 0), skipped.get("first", [])),
+        shards_adjusted=tuple(
+            f"{name} {split['shards_adjusted']}"
+            for name, split in plan.get("splits", {}).items()
+            if split.get("shards_adjusted")
+        ),
         span=(plan.get("span", 0), plan.get("version"), plan.get("input_pattern")),
         window=window,
         drift=read_drift(run),
