@@ -26,6 +26,7 @@ EXAMPLE_GEN_CODE = "tfrecord_pipelines.components.example_gen.executor"
 TRANSFORM_CODE = "tfrecord_pipelines.components.transform.preprocessing"
 TRAINER_CODE = "tfrecord_pipelines.components.trainer.run"
 PUSHER_CODE = "tfrecord_pipelines.components.pusher.executor"
+EVALUATOR_CODE = "tfrecord_pipelines.components.evaluator.executor"
 
 
 def _in_package(module: str) -> bool:

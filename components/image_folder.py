@@ -168,7 +168,12 @@ def _read_labels_file(source: str, labels_path: str) -> list[LabelledFile]:
 
 def count_classes(source: str) -> int:
     """Returns how many classes an image folder's layout names."""
+    return len(class_names(source))
+
+
+def class_names(source: str) -> list[str]:
+    """The class names an image folder's layout gives: its labels file's, or its class folders."""
     labels_path = os.path.join(source, LABELS_FILE)
     if filesystem.exists(labels_path):
-        return len({f.label for f in _read_labels_file(source, labels_path)})
-    return len(class_folders(source))
+        return sorted({f.label for f in _read_labels_file(source, labels_path)})
+    return class_folders(source)

@@ -202,3 +202,27 @@ def test_convert_eval_rows_must_be_positive(capsys, tmp_path):
     )
     assert status == 2
     assert err == "error: --eval-rows must be at least 1, got 0."
+
+
+@pytest.mark.parametrize(
+    "rows, extra, message",
+    [
+        (["no", "yes"], ["--positive-class", "maybe"],
+         "--positive-class 'maybe' is not a value of 'y'; it has 'no' and 'yes'."),
+        (["a", "b", "c"], ["--positive-class", "a"],
+         "--positive-class is for a label of two classes; 'y' has 3 classes."),
+        (["1.5", "2.5"], ["--problem", "regression", "--min-auc", "0.8"],
+         "--min-auc needs a classification label of at most 32 known classes: "
+         "'y' is a regression label."),
+        (["no", "yes"], ["--shard-size", "8MiB", "--num-shards", "3"],
+         "--shard-size and --num-shards: Set a target shard size or a shard count, not both: "
+         "the count would ignore the size."),
+    ],
+)  # fmt: skip
+def test_bad_evaluation_and_shard_options(capsys, tmp_path, rows, extra, message):
+    (tmp_path / "d.csv").write_text("x,y\n" + "".join(f"{i},{v}\n" for i, v in enumerate(rows)))
+    status, err = _error_of(
+        capsys, ["run", "--data", str(tmp_path), "--label", "y", "--output", str(tmp_path), *extra]
+    )
+    assert status == 2
+    assert err == f"error: {message}"

@@ -7,8 +7,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import tensorflow as tf
+from evaluator_paths import TfmaPathExecutor, assert_same_evaluation, evaluate
 
 from conftest import run_cli, run_summary
+from tfrecord_pipelines.components.evaluator.executor import Executor
+from tfrecord_pipelines.components.task import Task
+from tfrecord_pipelines.definition.config import EvaluationOptions, EvaluationThresholds
+from tfrecord_pipelines.definition.evaluation import make_eval_config
+from tfrecord_pipelines.report.evaluation import read_evaluation
 
 pytestmark = pytest.mark.e2e
 
@@ -51,7 +57,7 @@ def test_parquet_folder_with_list_columns_trains_evaluates_and_serves(tmp_path):
     output = tmp_path / "out"
     result = run_cli(
         "run", "--data", str(data), "--label", "label", "--output", str(output),
-        "--train-steps", "300",
+        "--train-steps", "300", "--positive-class", "high", "--min-auc", "0.8",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"on {data} (parquet, label 'label'" in result.stdout
@@ -59,6 +65,17 @@ def test_parquet_folder_with_list_columns_trains_evaluates_and_serves(tmp_path):
     assert summary.blessed and summary.pushed_model
     # The label follows x, colour, the "sale" tag and the vector's first value.
     assert summary.metrics["sparse_categorical_accuracy"] >= 0.85
+    # A binary label: the positive class's AUC, precision and recall lead, named by value.
+    assert summary.classes.positive == "high"
+    high = summary.classes.positive_id
+    assert summary.classes.names[high] == "high"
+    for metric in ("auc", "precision", "recall"):
+        value = summary.metrics[f"{metric} (class {high})"]
+        (low, up), _ = summary.intervals[f"{metric} (class {high})"]
+        assert f"{metric} (high)={value:.4g} [{low:.4g}, {up:.4g}]" in result.stdout
+    assert summary.metrics[f"auc (class {high})"] >= 0.8
+    assert "(macro)" not in result.stdout.split("metrics:")[1].splitlines()[0]
+    _check_both_evaluator_paths(output, summary, tmp_path)
     serve = tf.saved_model.load(summary.pushed_model).signatures["serving_default"]
     rng = random.Random(3)
     rows = [_row(rng) for _ in range(2)]
@@ -66,6 +83,34 @@ def test_parquet_folder_with_list_columns_trains_evaluates_and_serves(tmp_path):
     (probabilities,) = serve(examples=tf.constant([_example(r) for r in rows])).values()
     assert probabilities.shape == (2, 2)
     np.testing.assert_allclose(tf.reduce_sum(probabilities, axis=1), [1.0, 1.0], rtol=1e-5)
+
+
+def _check_both_evaluator_paths(output, summary, tmp_path) -> None:
+    """TFMA's path and the batched one agree on the binary model, passing and failing --min-auc."""
+    (examples,) = (output / "pipeline_root" / "shop" / "ShardedExampleGen" / "examples").iterdir()
+    for min_auc, blessed in ((0.8, True), (0.9999, False)):
+        config = make_eval_config(
+            Task(label="label"),
+            EvaluationThresholds(min_accuracy=0.5, min_auc=min_auc),
+            EvaluationOptions(slice_by=("colour",), num_classes=2, positive_class="high"),
+        )
+        found = [
+            evaluate(
+                path,
+                str(examples),
+                summary.model,
+                config,
+                tmp_path / f"{path.__name__}{min_auc}",
+                label_vocabulary="label_vocab",
+                positive_class="high",
+            )  # fmt: skip
+            for path in (TfmaPathExecutor, Executor)
+        ]
+        assert found[0][1] == found[1][1] == blessed
+        assert assert_same_evaluation(found[0][0], found[1][0]) >= 4 * 3
+        # The positive class's AUC, wherever "high" is in the vocabulary.
+        auc = read_evaluation(found[1][0]).metrics
+        assert [row.name for row in auc if row.name.startswith("auc")] == ["auc (high)"]
 
 
 USER_MODULE = '''

@@ -11,9 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from evaluator_paths import TfmaPathExecutor, assert_same_evaluation, evaluate
 
 from conftest import printed_run_id, run_cli, run_summary
+from tfrecord_pipelines.components.evaluator.executor import Executor
+from tfrecord_pipelines.components.task import Task
 from tfrecord_pipelines.components.trainer.dataset import list_files
+from tfrecord_pipelines.definition.config import EvaluationOptions, EvaluationThresholds
+from tfrecord_pipelines.definition.evaluation import make_eval_config
+from tfrecord_pipelines.report.evaluation import read_label_classes
 
 pytestmark = pytest.mark.e2e
 
@@ -229,3 +235,45 @@ def test_other_csv_regression_trains_evaluates_and_pushes(tmp_path):
     assert os.path.isdir(output / "pipeline_root" / "houses" / "SchemaGen")
     # The Trainer removes its file cache when training is done.
     assert (tmp_path / "cache").is_dir() and not any((tmp_path / "cache").iterdir())
+
+
+@pytest.mark.parametrize("min_accuracy, blessed", [(0.5, True), (0.999, False)])
+def test_batched_evaluator_computes_what_tfma_computes(
+    penguins_run, tmp_path, min_accuracy, blessed
+):
+    output, result = penguins_run
+    summary = run_summary(output, "penguins", result.stdout)
+    (examples,) = (
+        output / "pipeline_root" / "penguins" / "ShardedExampleGen" / "examples"
+    ).iterdir()
+    # Slices, per-class AUCs and their macro average, the confusion matrix, and
+    # a baseline (the same model) so that change thresholds and diffs count too.
+    config = make_eval_config(
+        Task(label="species"),
+        EvaluationThresholds(min_accuracy=min_accuracy),
+        EvaluationOptions(slice_by=("island",), num_classes=3),
+    )
+    runs = {
+        path.__name__: evaluate(
+            path,
+            str(examples),
+            summary.model,
+            config,
+            tmp_path / path.__name__,
+            baseline=summary.model,
+            label_vocabulary="species_vocab",
+        )  # fmt: skip
+        for path in (TfmaPathExecutor, Executor)
+    }
+    (tfma_dir, tfma_blessed), (batched_dir, batched_blessed) = runs.values()
+    assert tfma_blessed == batched_blessed == blessed
+    # Overall and 3 islands: example count, accuracy, 3 AUCs and their macro average, for
+    # the candidate, the baseline, and their difference.
+    assert assert_same_evaluation(tfma_dir, batched_dir) >= 4 * 6 * 3
+    # The class names by id, beside either path's evaluation.
+    for folder in (tfma_dir, batched_dir):
+        assert read_label_classes(folder).names == tuple(
+            (Path(summary.model) / "Format-Serving" / "assets" / "species_vocab")
+            .read_text()
+            .split()
+        )

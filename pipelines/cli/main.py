@@ -154,16 +154,27 @@ def _cost_lines(costs) -> list[str]:
     return lines
 
 
-def _headline_metrics(metrics: dict[str, float], intervals: dict) -> str:
+_POSITIVE_CLASS_METRICS = ("auc", "precision", "recall")
+
+
+def _headline_metrics(metrics: dict[str, float], intervals: dict, classes=None) -> str:
     """The overall metrics (per-class ones are in the report), each with its 95% interval,
-    and the eval rows behind them."""
+    and the eval rows behind them. Of two classes, the positive class's AUC, precision and
+    recall, named by its value, instead of macro averages."""
     from tfrecord_pipelines.report.evaluation import is_shown_metric
 
+    positive = classes.positive_id if classes else None
+    headline = {f"{m} (class {positive})" for m in _POSITIVE_CLASS_METRICS}
     shown = []
     for name, value in sorted(metrics.items()):
-        if not is_shown_metric(name) or "(class " in name:
+        if positive is not None:
+            if name not in headline and ("(class " in name or "(macro)" in name):
+                continue
+        elif "(class " in name:
             continue
-        text = f"{name}={value:.4g}"
+        if not is_shown_metric(name):
+            continue
+        text = f"{classes.display(name) if classes else name}={value:.4g}"
         if name in intervals:
             (low, high), _ = intervals[name]
             text += f" [{low:.4g}, {high:.4g}]"
@@ -245,7 +256,7 @@ def _print_summary(
     summary, layout, config, run_id: str, seconds: float, report: str | None
 ) -> None:
     name = config.name
-    metrics = _headline_metrics(summary.metrics, summary.intervals)
+    metrics = _headline_metrics(summary.metrics, summary.intervals, summary.classes)
     print(f"\nPipeline {name!r} finished in {seconds:.{1 if seconds < 10 else 0}f} s.")
     print(f"  run id:        {run_id}")
     if config.source.spans:

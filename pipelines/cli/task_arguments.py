@@ -200,6 +200,18 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-mae", type=float, help="regression: mean absolute error that blesses"
     )
     parser.add_argument(
+        "--min-auc",
+        type=float,
+        help="classification: AUC that blesses (two classes: the positive class's; "
+        "more: the classes' macro average)",
+    )
+    parser.add_argument(
+        "--positive-class",
+        help="two classes: the label value whose AUC, precision and recall lead the "
+        "summary (default: the second of the two values in sorted order, e.g. 'yes' of "
+        "no/yes, '1' of 0/1)",
+    )
+    parser.add_argument(
         "--slice-by",
         action="append",
         default=[],
@@ -406,24 +418,48 @@ def _check_slices(args: argparse.Namespace, source) -> tuple[str, ...]:
     return tuple(dict.fromkeys(args.slice_by))
 
 
-def _num_classes(source, task) -> int | None:
+def _classes(source, task) -> list[str] | None:
     """The label's classes, for per-class metrics: the folders (images), or the label
-    column's distinct values (tabular; reads that column, and checks it serves the task)."""
+    column's distinct values (tabular; reads that column, and checks it serves the task).
+    None for regression or too many classes."""
     from tfrecord_pipelines.components import image_folder
     from tfrecord_pipelines.components.label_values import check_label_serves
     from tfrecord_pipelines.definition.config import MAX_CLASSES_FOR_PER_CLASS_METRICS
 
     if source.is_images:
-        classes = image_folder.count_classes(source.root)
+        classes = image_folder.class_names(source.root)
     else:
         # Reads the label column: after the checks that read a header or a schema only.
-        found = check_label_serves(
+        classes = check_label_serves(
             source, task.label, task.problem, max_classes=MAX_CLASSES_FOR_PER_CLASS_METRICS + 1
-        )
-        classes = len(found.classes)
-    if not task.is_classification or classes > MAX_CLASSES_FOR_PER_CLASS_METRICS:
+        ).classes
+    if not task.is_classification or len(classes) > MAX_CLASSES_FOR_PER_CLASS_METRICS:
         return None
-    return classes
+    return sorted(classes)
+
+
+def _positive_class(args: argparse.Namespace, task, classes: list[str] | None) -> str | None:
+    """Two classes: the one --positive-class names, else the second in sorted order."""
+    if args.min_auc is not None and not classes:
+        raise UsageError(
+            "--min-auc needs a classification label of at most 32 known classes"
+            + ("." if task.is_classification else f": {task.label!r} is a regression label.")
+        )
+    if not classes or len(classes) != 2:
+        if args.positive_class is not None:
+            count = f"{len(classes)} classes" if classes else "no known classes"
+            raise UsageError(
+                f"--positive-class is for a label of two classes; {task.label!r} has {count}."
+            )
+        return None
+    if args.positive_class is None:
+        return classes[1]
+    if args.positive_class not in classes:
+        raise UsageError(
+            f"--positive-class {args.positive_class!r} is not a value of {task.label!r}; "
+            f"it has {classes[0]!r} and {classes[1]!r}."
+        )
+    return args.positive_class
 
 
 def _image_settings(args: argparse.Namespace, is_images: bool) -> dict:
@@ -485,8 +521,11 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
     schema_path = _resolve_schema(args, dataset)
     if schema_path:
         check_schema(schema_path, task.label, task.inputs or ())
+    classes = _classes(source, task)
     evaluation = EvaluationOptions(
-        slice_by=_check_slices(args, source), num_classes=_num_classes(source, task)
+        slice_by=_check_slices(args, source),
+        num_classes=len(classes) if classes else None,
+        positive_class=_positive_class(args, task, classes),
     )
     module_file = None
     if args.module_file:
@@ -504,7 +543,9 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
         train_steps=args.train_steps,
         eval_steps=args.eval_steps,
         thresholds=EvaluationThresholds(
-            min_accuracy=args.min_accuracy, max_mean_absolute_error=args.max_mae
+            min_accuracy=args.min_accuracy,
+            max_mean_absolute_error=args.max_mae,
+            min_auc=args.min_auc,
         ),
         evaluation=evaluation,
         training=training,

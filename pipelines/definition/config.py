@@ -32,16 +32,22 @@ class EvaluationThresholds:
         blesses a model.
       max_mean_absolute_error: regression: the highest mean absolute error that
         blesses a model; None blesses any error (only the baseline comparison applies).
+      min_auc: classification with known classes: the lowest AUC that blesses
+        (of the positive class for two classes, else the classes' macro average);
+        None: AUC does not bless.
     Either way, where a previously blessed model exists (local runs), a new
     model must also do at least as well as that baseline.
     """
 
     min_accuracy: float = 0.6
     max_mean_absolute_error: float | None = None
+    min_auc: float | None = None
 
     def __post_init__(self):
         if not 0.0 <= self.min_accuracy <= 1.0:
             raise ValueError(f"min_accuracy must be within [0, 1], got {self.min_accuracy}.")
+        if self.min_auc is not None and not 0.0 <= self.min_auc <= 1.0:
+            raise ValueError(f"min_auc must be within [0, 1], got {self.min_auc}.")
         if self.max_mean_absolute_error is not None and self.max_mean_absolute_error <= 0:
             raise ValueError(
                 f"max_mean_absolute_error must be positive, got {self.max_mean_absolute_error}."
@@ -61,14 +67,23 @@ class EvaluationOptions:
         precision and recall are then reported per class and macro-averaged.
       slice_by: features whose every value gets its own metrics (one value
         per row, e.g. a region or a device type).
+      positive_class: two classes: the label value whose AUC, precision and
+        recall the summary leads with (the Evaluator finds its class id in
+        the model's label vocabulary).
     """
 
     num_classes: int | None = None
     slice_by: tuple[str, ...] = ()
+    positive_class: str | None = None
 
     def __post_init__(self):
         if self.num_classes is not None and self.num_classes < 2:
             raise ValueError(f"num_classes must be at least 2, got {self.num_classes}.")
+        if self.positive_class is not None and self.num_classes != 2:
+            raise ValueError(
+                "positive_class is for a label of two classes, not "
+                f"{self.num_classes or 'unknown'}."
+            )
         object.__setattr__(self, "slice_by", tuple(self.slice_by))
 
 

@@ -34,10 +34,12 @@ from tfrecord_pipelines.components import code_version
 from tfrecord_pipelines.components.curated_schema import CuratedSchemaGen
 from tfrecord_pipelines.components.drift.component import DriftCheck
 from tfrecord_pipelines.components.drift.executor import ANOMALIES_KEY
+from tfrecord_pipelines.components.evaluator.component import Evaluator
 from tfrecord_pipelines.components.example_gen import ShardedExampleGen
 from tfrecord_pipelines.components.example_gen.component import input_config_for
 from tfrecord_pipelines.components.pusher import executor as pusher_executor
 from tfrecord_pipelines.components.pusher.component import Pusher
+from tfrecord_pipelines.components.task import vocabulary_name
 from tfrecord_pipelines.components.trainer.training_length import DEFAULT_MIN_STEPS
 from tfrecord_pipelines.components.transform.component import Transform
 from tfrecord_pipelines.definition.baseline_model import (
@@ -273,11 +275,18 @@ def create_pipeline(
         resolver = baseline_model_resolver(trainer.outputs["model"])
         baseline_model = resolver.outputs["model"]
         components.append(resolver)
-    evaluator = tfx.components.Evaluator(
+    built_in_label = config.task.is_classification and not (
+        config.module_file and config.module_file.defines(PREPROCESSING_FN)
+    )
+    evaluator = Evaluator(
         examples=example_gen.outputs["examples"],
         model=trainer.outputs["model"],
         baseline_model=baseline_model,
         eval_config=make_eval_config(config.task, config.thresholds, config.evaluation),
+        # The built-in preprocessing_fn names the label's vocabulary; a module file's may not.
+        label_vocabulary=vocabulary_name(config.task.label) if built_in_label else None,
+        positive_class=config.evaluation.positive_class if built_in_label else None,
+        code=code_version.code_version(code_version.EVALUATOR_CODE),
     ).with_id(EVALUATOR_ID)
     drift = _drift_check(config, statistics, schema_gen) if compare_to_latest_blessed else None
     if drift:

@@ -14,6 +14,7 @@ import re
 
 import tensorflow_model_analysis as tfma
 
+from tfrecord_pipelines.components.evaluator import label_classes
 from tfrecord_pipelines.report.intervals import COUNTS, class_metrics, metric_intervals
 
 # The role of a candidate-minus-baseline value beside tfma's candidate and baseline keys.
@@ -86,6 +87,35 @@ def metric_name(key) -> str:
     if key.HasField("aggregation_type") and key.aggregation_type.macro_average:
         name += " (macro)"
     return name
+
+
+_CLASS_ID = re.compile(r"\(class (\d+)\)$")
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelClasses:
+    """The label's class names by class id, and the positive class of two (None otherwise)."""
+
+    names: tuple[str, ...]
+    positive: str | None
+
+    @property
+    def positive_id(self) -> int | None:
+        """The positive class's id, for two classes."""
+        return None if self.positive is None else self.names.index(self.positive)
+
+    def display(self, name: str) -> str:
+        """A metric's name with its class id replaced by the class's name: ``auc (yes)``."""
+        match = _CLASS_ID.search(name)
+        if not match or int(match.group(1)) >= len(self.names):
+            return name
+        return name[: match.start()] + f"({self.names[int(match.group(1))]})"
+
+
+def read_label_classes(uri: str) -> LabelClasses | None:
+    """The class names the Evaluator wrote beside its evaluation, if it did."""
+    found = label_classes.read(uri)
+    return LabelClasses(tuple(found[0]), found[1]) if found else None
 
 
 def is_shown_metric(name: str) -> bool:
@@ -205,19 +235,29 @@ def read_evaluation(uri: str) -> EvaluationView:
     config = tfma.load_eval_result(uri, model_name=candidate_name).config
     thresholds = _thresholds(config, has_baseline)
     validation = tfma.load_validation_result(uri)
+    classes = read_label_classes(uri)
     failures, failed = [], set()
     for per_slice in validation.metric_validations_per_slice:
         for failure in per_slice.failures:
             failed.add(failure.metric_key.name)
             failures.append(failure.message or f"{failure.metric_key.name} failed its threshold")
+
+    def thresholded(name: str) -> str | None:
+        # A threshold on "auc" is on the positive class's AUC (two classes) or the
+        # macro average: per-class rows of more classes have none.
+        base = name.split(" (")[0]
+        if "(class " in name and not (classes and classes.positive_id is not None):
+            return None
+        return base
+
     rows = [
         MetricRow(
-            name=name,
+            name=classes.display(name) if classes else name,
             candidate=v.get(tfma.CANDIDATE_KEY),
             baseline=v.get(tfma.BASELINE_KEY),
             change=v.get(CHANGE),
-            threshold=thresholds.get(name, ""),
-            failed=name in failed,
+            threshold=thresholds.get(thresholded(name), ""),
+            failed=thresholded(name) in failed,
             interval=known[name][0] if name in known else None,
             rows=known[name][1] if name in known else None,
         )

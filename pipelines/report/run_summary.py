@@ -30,7 +30,12 @@ from tfrecord_pipelines.report.component_costs import (
     component_costs,
     example_gen_shard_plan,
 )
-from tfrecord_pipelines.report.evaluation import candidate_values, overall_metric_values
+from tfrecord_pipelines.report.evaluation import (
+    LabelClasses,
+    candidate_values,
+    overall_metric_values,
+    read_label_classes,
+)
 from tfrecord_pipelines.report.intervals import metric_intervals
 from tfrecord_pipelines.report.span_window import WindowSummary, read_drift, summarize_window
 
@@ -57,6 +62,8 @@ class RunSummary:
         (never the baseline's); ``example_count`` is the eval rows behind them.
       intervals: their 95% confidence intervals (low, high) and the eval rows
         behind each, by name, where known (``report.intervals``).
+      classes: the label's class names and positive class, as the Evaluator
+        wrote them (None: regression, or a module file's preprocessing).
       model_run: the Trainer's TensorBoard logs and input-stall report.
       input_stall: the last training epoch's input stall (share of step time
         spent waiting for batches), or None if the Trainer wrote no report.
@@ -95,6 +102,7 @@ class RunSummary:
     evaluation: str
     metrics: dict[str, float]
     intervals: dict[str, tuple[tuple[float, float], int]]
+    classes: LabelClasses | None
     model_run: str
     input_stall: float | None
     training: TrainingLength | None
@@ -158,6 +166,7 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         evaluation=evaluation.uri,
         metrics=metrics,
         intervals=metric_intervals(metrics),
+        classes=read_label_classes(evaluation.uri),
         model_run=model_run.uri,
         input_stall=last_epoch_share(model_run.uri),
         training=training,

@@ -1,0 +1,1 @@
+"""TFX's Evaluator, computing TFMA's metrics from batched predictions (``executor``)."""

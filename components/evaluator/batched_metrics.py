@@ -1,0 +1,272 @@
+"""TFMA's metrics, computed from whole arrays of labels and predictions.
+
+TFMA turns an EvalConfig into metric computations: combiners that see one
+example at a time (counts, Keras metrics, histograms, confusion matrices)
+and derived computations that turn their outputs into metrics (AUC from the
+histogram, the confusion-matrix plot). The combiners' per-example work is
+what makes TFMA's Evaluator cost about 100 times the model's predictions
+(profiled in docs/benchmarks/pipeline-scale.md). Here each supported
+combiner's output is computed from the slice's arrays in one vectorized
+step, and TFMA's own derived computations, diffs against the baseline and
+validation run on them unchanged, so the metrics are TFMA's.
+
+``unsupported`` names what a configuration asks for that this module does
+not compute; the Evaluator then runs TFMA itself.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import numbers
+
+import numpy as np
+from tensorflow_model_analysis.metrics import (
+    calibration_histogram,
+    example_count,
+    metric_specs,
+    metric_types,
+    multi_class_confusion_matrix_metrics,
+    tf_metric_wrapper,
+)
+
+_HISTOGRAM = calibration_histogram._CalibrationHistogramCombiner
+_EXAMPLE_COUNT = example_count._ExampleCountCombiner
+_CONFUSION = multi_class_confusion_matrix_metrics._MultiClassConfusionMatrixCombiner
+_KERAS = tf_metric_wrapper._CompilableMetricsCombiner
+_NO_PREDICTED_CLASS = multi_class_confusion_matrix_metrics.NO_PREDICTED_CLASS_ID
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelOutputs:
+    """One model's predictions on the eval rows and the labels it was scored against.
+
+    Attributes:
+      labels: the label of each row, shape (rows,) or (rows, 1): a class id
+        for classification, a number for regression.
+      predictions: shape (rows, classes) of class probabilities, or (rows, 1).
+    """
+
+    labels: np.ndarray
+    predictions: np.ndarray
+
+    def rows(self, index: np.ndarray | None) -> ModelOutputs:
+        """These outputs for the rows at ``index`` (all rows for None)."""
+        if index is None:
+            return self
+        return ModelOutputs(self.labels[index], self.predictions[index])
+
+
+@dataclasses.dataclass(frozen=True)
+class Computations:
+    """An EvalConfig's metric computations, de-duplicated and in dependency order."""
+
+    combined: tuple
+    derived: tuple
+    baseline_model_name: str | None
+
+
+def computations_for(eval_config) -> Computations:
+    """The computations TFMA would run for ``eval_config`` (with its defaults filled in)."""
+    combined, derived, seen = [], [], set()
+    for computation in metric_specs.to_computations(
+        eval_config.metrics_specs, eval_config=eval_config
+    ):
+        # TFMA keeps the first of equal computations: later ones are copies of
+        # a dependency that an earlier metric also asked for.
+        if computation in seen:
+            continue
+        seen.add(computation)
+        if isinstance(computation, metric_types.MetricComputation):
+            combined.append(computation)
+        else:
+            derived.append(computation)
+    baseline = next((m.name for m in eval_config.model_specs if m.is_baseline), None)
+    return Computations(tuple(combined), tuple(derived), baseline)
+
+
+def unsupported(eval_config, computations: Computations) -> str | None:
+    """Why these computations cannot be computed here, or None if they can."""
+    if eval_config.cross_slicing_specs:
+        return "cross slices"
+    for spec in eval_config.slicing_specs:
+        if spec.feature_values or spec.slice_keys_sql or len(spec.feature_keys) > 1:
+            return f"slicing spec {spec}"
+    options = eval_config.options
+    if options.compute_confidence_intervals.value or options.min_slice_size.value > 1:
+        return "TFMA's confidence intervals or minimum slice size"
+    for model in eval_config.model_specs:
+        if model.example_weight_key or model.example_weight_keys or model.prediction_key:
+            return f"model spec {model.name!r}: example weights or a prediction key"
+    for computation in computations.combined:
+        reason = _unsupported_combiner(computation)
+        if reason:
+            return reason
+    for computation in computations.derived:
+        if not isinstance(computation, metric_types.DerivedMetricComputation) or isinstance(
+            computation, metric_types.CIDerivedMetricComputation
+        ):
+            return f"computation {type(computation).__name__}"
+    return None
+
+
+def _unsupported_combiner(computation) -> str | None:
+    combiner = computation.combiner
+    kind = type(combiner)
+    if kind not in (_HISTOGRAM, _EXAMPLE_COUNT, _CONFUSION, _KERAS):
+        return f"metric combiner {kind.__name__}"
+    if getattr(combiner, "_example_weighted", False):
+        return "example weights"
+    if kind is _HISTOGRAM:
+        key = combiner._key
+        if (
+            combiner._aggregation_type
+            or combiner._class_weights
+            or not combiner._prediction_based_bucketing
+            or (key.sub_key and key.sub_key.class_id is None)
+        ):
+            return f"histogram {key.name} with aggregation, weights or top-k"
+    if kind is _KERAS and (
+        combiner._sub_key
+        or combiner._aggregation_type
+        or combiner._class_weights
+        or combiner._output_names != [""]
+        or any(combiner._loss_configs)
+    ):
+        return "Keras metrics with sub keys, aggregation, losses or several outputs"
+    if kind is _CONFUSION and combiner._extract_label_prediction_and_weight is not (
+        multi_class_confusion_matrix_metrics.metric_util.to_label_prediction_example_weight
+    ):
+        return "a confusion matrix with its own label and prediction extraction"
+    return None
+
+
+def _model_name(computation) -> str:
+    combiner = computation.combiner
+    if type(combiner) in (_HISTOGRAM, _CONFUSION):
+        return combiner._key.model_name
+    return combiner._model_name
+
+
+def _class_inputs(outputs: ModelOutputs, class_id: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Labels and predictions as TFMA binarizes them: one class against the rest."""
+    labels = outputs.labels.reshape(-1)
+    if class_id is None:
+        return labels.astype(np.float64), outputs.predictions.reshape(-1).astype(np.float64)
+    return (
+        (labels == class_id).astype(np.float64),
+        outputs.predictions[:, class_id].astype(np.float64),
+    )
+
+
+def _histogram(combiner, outputs: ModelOutputs) -> dict:
+    key = combiner._key
+    labels, predictions = _class_inputs(outputs, key.sub_key.class_id if key.sub_key else None)
+    # The same float64 operations as TFMA's _bucket_index, then its truncation.
+    position = (predictions - combiner._left) / combiner._range * combiner._num_buckets + 1
+    buckets = np.clip(np.trunc(position), 0, combiner._num_buckets + 1).astype(np.int64)
+    size = combiner._num_buckets + 2
+    examples = np.bincount(buckets, minlength=size)
+    positives = np.bincount(buckets, weights=labels, minlength=size)
+    predicted = np.bincount(buckets, weights=predictions, minlength=size)
+    return {
+        key: [
+            calibration_histogram.Bucket(
+                int(b), float(positives[b]), float(predicted[b]), float(examples[b])
+            )
+            for b in np.flatnonzero(examples)
+        ]
+    }
+
+
+def _confusion(combiner, outputs: ModelOutputs) -> dict:
+    labels = outputs.labels.reshape(-1).astype(np.int64)
+    predicted = np.argmax(outputs.predictions, axis=1)
+    top = outputs.predictions[np.arange(len(predicted)), predicted]
+    matrices = multi_class_confusion_matrix_metrics.Matrices()
+    for threshold in combiner._thresholds:
+        # As TFMA: a prediction at or below a threshold predicts no class, from
+        # that threshold on (the thresholds ascend).
+        predicted = np.where(top <= threshold, _NO_PREDICTED_CLASS, predicted)
+        pairs, counts = np.unique(np.stack([labels, predicted]), axis=1, return_counts=True)
+        matrices[threshold] = {
+            multi_class_confusion_matrix_metrics.MatrixEntryKey(int(a), int(p)): float(n)
+            for (a, p), n in zip(pairs.T, counts, strict=True)
+        }
+    return {combiner._key: matrices}
+
+
+def _keras(computation, outputs: ModelOutputs) -> dict:
+    combiner = computation.combiner
+    metrics = tf_metric_wrapper._deserialize_metrics(combiner._metric_configs[0])
+    labels = outputs.labels.reshape(len(outputs.labels), -1)
+    weights = np.ones((len(labels), 1), dtype=np.float32)
+    found = {}
+    for metric in metrics:
+        metric.update_state(labels, outputs.predictions, sample_weight=weights)
+        found[
+            metric_types.MetricKey(
+                name=metric.name,
+                model_name=combiner._model_name,
+                output_name="",
+                example_weighted=False,
+            )
+        ] = float(metric.result().numpy())
+    return found
+
+
+def _combine(computation, outputs: ModelOutputs) -> dict:
+    combiner = computation.combiner
+    kind = type(combiner)
+    if kind is _EXAMPLE_COUNT:
+        return dict.fromkeys(combiner._keys, float(len(outputs.labels)))
+    if kind is _HISTOGRAM:
+        return _histogram(combiner, outputs)
+    if kind is _CONFUSION:
+        return _confusion(combiner, outputs)
+    return _keras(computation, outputs)
+
+
+def _diffable(value) -> bool:
+    return isinstance(value, numbers.Number) or (
+        isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.number)
+    )
+
+
+def slice_metrics(
+    computations: Computations,
+    models: dict[str, ModelOutputs],
+    rows: np.ndarray | None = None,
+) -> dict:
+    """Every metric and plot of the configuration on one slice's rows, as TFMA returns them.
+
+    Args:
+      computations: from ``computations_for``.
+      models: each model's outputs on all eval rows, by TFMA model name.
+      rows: the slice's row indices; None: every row.
+
+    Returns:
+      MetricKey/PlotKey → value, private metrics removed, with the
+      candidate-minus-baseline diff of each number when there is a baseline.
+    """
+    metrics: dict = {}
+    for computation in computations.combined:
+        metrics.update(_combine(computation, models[_model_name(computation)].rows(rows)))
+    for computation in computations.derived:
+        metrics.update(computation.result(copy.copy(metrics)))
+    baseline = computations.baseline_model_name
+    if baseline:
+        for key, value in list(metrics.items()):
+            base_key = key.make_baseline_key(baseline)
+            if (
+                not key.is_diff
+                and key.model_name != baseline
+                and base_key in metrics
+                and _diffable(value)
+            ):
+                metrics[key.make_diff_key()] = value - metrics[base_key]
+    return {
+        key: value
+        for key, value in metrics.items()
+        if not (key.name.startswith("_") and not key.name.startswith("__"))
+    }

@@ -1,0 +1,253 @@
+"""TFX's Evaluator executor, with TFMA's metrics computed from batched predictions.
+
+The same inputs, EvalConfig and outputs as TFX's Evaluator: the
+evaluation folder in TFMA's format and the blessing. When the EvalConfig
+asks only for what ``batched_metrics`` computes (the metrics this project's
+pipelines configure: counts, Keras metrics, AUC and other metrics from
+TFMA's calibration histogram, the multi-class confusion matrix; slices by
+single features; a baseline model), the eval rows go through each model's
+serving and Transform signatures in batches of 1,024, and TFMA's own
+derived computations, diffs and validation run on the vectorized
+combiners' outputs. Anything else (a module file's extractors, example
+weights, TFMA's confidence intervals, other metrics) runs TFX's executor,
+TFMA's extractors and evaluators, unchanged; the log says which and why.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_model_analysis as tfma
+from tfx.components.evaluator import constants
+from tfx.components.evaluator import executor as tfx_executor
+from tfx.types import artifact_utils, standard_component_specs
+from tfx.utils import io_utils, json_utils, path_utils, proto_utils
+
+from tfrecord_pipelines.components.evaluator import (
+    batched_metrics,
+    evaluation_files,
+    label_classes,
+)
+from tfrecord_pipelines.components.evaluator.predictions import (
+    ModelScorer,
+    SliceValues,
+    read_batches,
+)
+
+_DEFAULT_SPLITS = ["eval"]
+
+
+def eval_config_from(exec_properties: dict, has_baseline: bool):
+    """The EvalConfig as TFX's Evaluator uses it: TFMA's defaults filled in, verified."""
+    eval_config = tfma.EvalConfig()
+    proto_utils.json_to_proto(
+        exec_properties[standard_component_specs.EVAL_CONFIG_KEY], eval_config
+    )
+    # As TFX: a change threshold is ignored when there is no baseline model.
+    eval_config = tfma.utils.update_eval_config_with_defaults(
+        eval_config, has_baseline=has_baseline, rubber_stamp=True
+    )
+    tfma.utils.verify_eval_config(eval_config)
+    return eval_config
+
+
+def batched_unsupported(eval_config, exec_properties: dict) -> str | None:
+    """Why TFMA itself must evaluate this configuration, or None."""
+    for key in (standard_component_specs.MODULE_PATH_KEY, standard_component_specs.MODULE_FILE_KEY):
+        if exec_properties.get(key):
+            return "a module file may define custom extractors or models"
+    for model in eval_config.model_specs:
+        if len(model.preprocessing_function_names) != 1 or not model.label_key:
+            return f"model spec {model.name!r} needs a label key and one preprocessing function"
+    return batched_metrics.unsupported(eval_config, batched_metrics.computations_for(eval_config))
+
+
+class Executor(tfx_executor.Executor):
+    """TFX's Evaluator executor; batched when the EvalConfig allows it (module docstring).
+
+    Attributes:
+      batched: False runs TFMA's path whatever the EvalConfig (to compare the two).
+    """
+
+    batched = True
+
+    def Do(self, input_dict, output_dict, exec_properties) -> None:
+        """Evaluates the candidate (and baseline) model and writes the blessing."""
+        classes = None
+        vocabulary = exec_properties.get(label_classes.LABEL_VOCABULARY_KEY)
+        positive = exec_properties.get(label_classes.POSITIVE_CLASS_KEY) or None
+        if vocabulary:
+            model = artifact_utils.get_single_instance(
+                input_dict[standard_component_specs.MODEL_KEY]
+            )
+            classes = label_classes.read_vocabulary(
+                path_utils.serving_model_path(model.uri, path_utils.is_old_model_artifact(model)),
+                vocabulary,
+            )
+        if positive and exec_properties.get(standard_component_specs.EVAL_CONFIG_KEY):
+            config = tfma.EvalConfig()
+            proto_utils.json_to_proto(
+                exec_properties[standard_component_specs.EVAL_CONFIG_KEY], config
+            )
+            config = label_classes.with_positive_class(
+                config, label_classes.positive_class_id(classes, positive)
+            )
+            exec_properties = {
+                **exec_properties,
+                standard_component_specs.EVAL_CONFIG_KEY: proto_utils.proto_to_json(config),
+            }
+        self._evaluate(input_dict, output_dict, exec_properties)
+        if classes:
+            label_classes.write(
+                artifact_utils.get_single_uri(output_dict[constants.EVALUATION_KEY]),
+                classes,
+                positive,
+            )
+
+    def _evaluate(self, input_dict, output_dict, exec_properties) -> None:
+        if not exec_properties.get(standard_component_specs.EVAL_CONFIG_KEY):
+            return super().Do(input_dict, output_dict, exec_properties)
+        has_baseline = bool(input_dict.get(standard_component_specs.BASELINE_MODEL_KEY))
+        eval_config = eval_config_from(exec_properties, has_baseline)
+        reason = (
+            batched_unsupported(eval_config, exec_properties)
+            if self.batched
+            else "anything: batched evaluation is off"
+        )
+        if reason:
+            logging.info(
+                "TFMA evaluates the model: the batched Evaluator does not compute %s.", reason
+            )
+            return super().Do(input_dict, output_dict, exec_properties)
+        output_uri = artifact_utils.get_single_uri(output_dict[constants.EVALUATION_KEY])
+        splits = json_utils.loads(
+            exec_properties.get(standard_component_specs.EXAMPLE_SPLITS_KEY, "null")
+        )
+        files = _split_files(input_dict[standard_component_specs.EXAMPLES_KEY], splits)
+        models = _model_paths(eval_config, input_dict)
+        started = time.process_time()
+        sliced, rows = evaluate(eval_config, models, files)
+        # TFX rubber-stamps in the config (no baseline: no change thresholds), not the writer.
+        validation = evaluation_files.validate(sliced, eval_config, rubber_stamp=False)
+        evaluation_files.write(output_uri, sliced, validation, eval_config, ",".join(files), models)
+        logging.info(
+            "Evaluated %d rows in %d slices by batched predictions (%.1f CPU-s); written to %s.",
+            rows,
+            len(sliced),
+            time.process_time() - started,
+            output_uri,
+        )
+        if not tfma.metrics.metric_thresholds_from_metrics_specs(
+            eval_config.metrics_specs, eval_config=eval_config
+        ):
+            logging.info("No threshold configured, will not validate model.")
+            return None
+        write_blessing(input_dict, output_dict, exec_properties, validation.validation_ok)
+        return None
+
+
+def _split_files(examples: list, splits: list[str] | None) -> list[str]:
+    """The files of the splits TFX's Evaluator would read (every file of each split's folder)."""
+    files = []
+    for split in splits or _DEFAULT_SPLITS:
+        for uri in artifact_utils.get_split_uris(examples, split):
+            files.extend(
+                sorted(
+                    path
+                    for path in tf.io.gfile.glob(io_utils.all_files_pattern(uri))
+                    if not tf.io.gfile.isdir(path)
+                )
+            )
+    if not files:
+        raise ValueError(
+            f"No eval records: the examples have no files in split(s) {splits or _DEFAULT_SPLITS}."
+        )
+    return files
+
+
+def _model_paths(eval_config, input_dict) -> dict[str, str]:
+    paths = {}
+    for spec in eval_config.model_specs:
+        key = (
+            standard_component_specs.BASELINE_MODEL_KEY
+            if spec.is_baseline
+            else standard_component_specs.MODEL_KEY
+        )
+        artifact = artifact_utils.get_single_instance(input_dict[key])
+        paths[spec.name] = path_utils.serving_model_path(
+            artifact.uri, path_utils.is_old_model_artifact(artifact)
+        )
+    return paths
+
+
+def evaluate(eval_config, model_paths: dict[str, str], files: list[str]):
+    """Scores the records with each model and computes every slice's metrics.
+
+    Returns:
+      ``([(slice key, {MetricKey: value})], rows)``, the overall slice first.
+    """
+    specs = {spec.name: spec for spec in eval_config.model_specs}
+    scorers = {
+        name: ModelScorer(
+            path,
+            specs[name].signature_name or "serving_default",
+            specs[name].label_key,
+            specs[name].preprocessing_function_names[0],
+        )
+        for name, path in model_paths.items()
+    }
+    slice_features = [
+        spec.feature_keys[0] for spec in eval_config.slicing_specs if spec.feature_keys
+    ]
+    slices = SliceValues(slice_features)
+    for batch in read_batches(files):
+        for scorer in scorers.values():
+            scorer.score(batch)
+        slices.add(batch)
+    outputs = {
+        name: batched_metrics.ModelOutputs(
+            np.concatenate(scorer.labels), np.concatenate(scorer.predictions)
+        )
+        for name, scorer in scorers.items()
+    }
+    computations = batched_metrics.computations_for(eval_config)
+    sliced = []
+    if any(not spec.feature_keys for spec in eval_config.slicing_specs):
+        sliced.append(((), batched_metrics.slice_metrics(computations, outputs)))
+    for slice_key, rows in slices.slices():
+        sliced.append((slice_key, batched_metrics.slice_metrics(computations, outputs, rows)))
+    rows = len(next(iter(outputs.values())).labels)
+    return sliced, rows
+
+
+def write_blessing(input_dict, output_dict, exec_properties, blessed: bool) -> None:
+    """The blessing artifact as TFX's Evaluator writes it."""
+    blessing = artifact_utils.get_single_instance(
+        output_dict[standard_component_specs.BLESSING_KEY]
+    )
+    model = input_dict[standard_component_specs.MODEL_KEY][0]
+    blessing.set_string_custom_property(
+        constants.ARTIFACT_PROPERTY_CURRENT_MODEL_URI_KEY, model.uri
+    )
+    blessing.set_int_custom_property(constants.ARTIFACT_PROPERTY_CURRENT_MODEL_ID_KEY, model.id)
+    if input_dict.get(standard_component_specs.BASELINE_MODEL_KEY):
+        baseline = input_dict[standard_component_specs.BASELINE_MODEL_KEY][0]
+        blessing.set_string_custom_property(
+            constants.ARTIFACT_PROPERTY_BASELINE_MODEL_URI_KEY, baseline.uri
+        )
+        blessing.set_int_custom_property(
+            constants.ARTIFACT_PROPERTY_BASELINE_MODEL_ID_KEY, baseline.id
+        )
+    if "current_component_id" in exec_properties:
+        blessing.set_string_custom_property("component_id", exec_properties["current_component_id"])
+    name = constants.BLESSED_FILE_NAME if blessed else constants.NOT_BLESSED_FILE_NAME
+    io_utils.write_string_file(os.path.join(blessing.uri, name), "")
+    blessing.set_int_custom_property(
+        constants.ARTIFACT_PROPERTY_BLESSED_KEY,
+        constants.BLESSED_VALUE if blessed else constants.NOT_BLESSED_VALUE,
+    )
+    logging.info("Blessing result %s written to %s.", blessed, blessing.uri)
