@@ -14,13 +14,12 @@ CACHE_NONE = "none"
 CACHE_MEMORY = "memory"
 # The cache settings that are not a folder.
 CACHE_MODES = (CACHE_AUTO, CACHE_NONE, CACHE_MEMORY)
-# "auto" caches the parsed, transformed train split in memory when its files
-# take less than this on disk (parsed tensors take several times more) and
-# training reads it more than once.
-AUTO_CACHE_MAX_FILE_BYTES = 100 * 1024 * 1024
-# For images "auto" caches decoded pixels in memory when they are estimated
-# to take less than this (a 224x224 RGB image is 150 KB: about 14,000 images).
-AUTO_CACHE_MAX_DECODED_BYTES = 2 * 1024**3
+# "auto" caches the train split in memory in its final form (transformed
+# tabular batches, decoded images) when training reads it more than once and
+# it is estimated to take less than this: a 224x224 RGB image is 150 KB
+# (about 14,000 images); a row of 15 transformed features about 100 bytes
+# (about 20 million rows).
+AUTO_CACHE_MAX_BYTES = 2 * 1024**3
 IMAGE_ARCHITECTURES = ("resnet", "mobilenet_v2", "efficientnet_b0")
 CROP = "crop"
 FLIP = "flip"
@@ -50,8 +49,8 @@ class TrainingOptions:
         None: from the training split's size (``training_length.auto_batch_size``:
         64, doubled up to 1024 while an epoch would take over 1,000 steps).
       eval_batch_size: validation batch; None: the training batch.
-      cache: "auto" (in memory when the train split is small, see
-        AUTO_CACHE_MAX_FILE_BYTES, and read more than once), "memory", "none", or a file path
+      cache: "auto" (in memory when the transformed or decoded train split
+        fits in AUTO_CACHE_MAX_BYTES and is read more than once), "memory", "none", or a file path
         prefix on fast local disk for a split that does not fit in memory.
         A cache skips reading and parsing after the first epoch.
       mixed_precision: compute in float16 with float32 variables

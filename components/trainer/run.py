@@ -15,14 +15,13 @@ from tfx import v1 as tfx
 from tfrecord_pipelines.components.task import Task, transformed_name
 from tfrecord_pipelines.components.trainer import warm_start
 from tfrecord_pipelines.components.trainer.data_service import DataService, wait_for_workers
-from tfrecord_pipelines.components.trainer.dataset import list_files, make_dataset
+from tfrecord_pipelines.components.trainer.dataset import make_dataset
 from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
 from tfrecord_pipelines.components.trainer.image_sizing import sample_images
 from tfrecord_pipelines.components.trainer.input_stall import InputStallReport
 from tfrecord_pipelines.components.trainer.model import build_model
 from tfrecord_pipelines.components.trainer.options import (
-    AUTO_CACHE_MAX_DECODED_BYTES,
-    AUTO_CACHE_MAX_FILE_BYTES,
+    AUTO_CACHE_MAX_BYTES,
     CACHE_AUTO,
     CACHE_MEMORY,
     CACHE_NONE,
@@ -35,6 +34,7 @@ from tfrecord_pipelines.components.trainer.resume import (
 )
 from tfrecord_pipelines.components.trainer.signatures import make_signatures
 from tfrecord_pipelines.components.trainer.training_length import (
+    TrainingLength,
     auto_batch_size,
     plan_training,
     split_records,
@@ -57,7 +57,7 @@ class _Reading:
     feature_spec: dict
     transform: Callable | None
     image: ImageDecoding | None
-    cached_bytes: int  # what an "auto" cache would hold, roughly
+    cached_bytes_per_record: int  # what an "auto" cache would hold a record in, roughly
 
 
 def _reading(
@@ -79,8 +79,10 @@ def _reading(
         transform = None
         stored_image = task.image_feature and transformed_name(task.image_feature)
     if not task.image_feature:
-        file_bytes = sum(tf.io.gfile.stat(f).length for f in list_files(fn_args.train_files))
-        return _Reading(spec, transform, None, file_bytes)
+        # The cache holds what the model takes: the transformed features and the label.
+        return _Reading(
+            spec, transform, None, tensor_bytes(tf_transform_output.transformed_feature_spec())
+        )
     sample = sample_images(fn_args.train_files, stored_image)
     image = ImageDecoding(
         feature=transformed_name(task.image_feature),
@@ -98,20 +100,41 @@ def _reading(
         "chosen" if options.image_size else "auto",
         sample.estimated_records,
     )
-    return _Reading(spec, transform, image, sample.estimated_records * image.decoded_bytes)
+    return _Reading(spec, transform, image, image.decoded_bytes)
 
 
-def _resolve_cache(cache: str, reading: _Reading, run_id: str, epochs: float) -> str | None:
-    """Turns the cache option into make_dataset's cache argument for this run."""
+def tensor_bytes(feature_spec: dict) -> int:
+    """Roughly the bytes one record's parsed features take in memory.
+
+    Fixed-length features by their shape and type (a string counted as 32
+    bytes); variable-length ones as 8 values.
+    """
+    total = 0
+    for feature in feature_spec.values():
+        size = 32 if feature.dtype == tf.string else feature.dtype.size
+        values = math.prod(feature.shape) if isinstance(feature, tf.io.FixedLenFeature) else 8
+        total += size * max(values, 1)
+    return total
+
+
+def resolve_cache(
+    cache: str, bytes_per_record: int, run_id: str, length: TrainingLength
+) -> str | None:
+    """Turns the cache option into make_dataset's cache argument for this run.
+
+    "auto" caches in memory when training reads the train split more than
+    once and its records, at ``bytes_per_record`` in their cached form, take
+    less than ``AUTO_CACHE_MAX_BYTES``.
+    """
     if cache == CACHE_NONE:
         return None
     if cache == CACHE_MEMORY:
         return CACHE_MEMORY
     if cache == CACHE_AUTO:
-        if epochs <= 1:
+        if length.epochs <= 1:
             return None  # nothing is read twice: a cache would only cost its memory
-        limit = AUTO_CACHE_MAX_DECODED_BYTES if reading.image else AUTO_CACHE_MAX_FILE_BYTES
-        return CACHE_MEMORY if reading.cached_bytes < limit else None
+        estimated = length.train_records * bytes_per_record
+        return CACHE_MEMORY if estimated < AUTO_CACHE_MAX_BYTES else None
     # A folder: each run caches in its own sub-folder, so no run reads another's cache.
     return os.path.join(cache, run_id, "train")
 
@@ -206,8 +229,11 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     cache = (
         None
         if service
-        else _resolve_cache(
-            options.cache, reading, os.path.basename(fn_args.model_run_dir), length.epochs
+        else resolve_cache(
+            options.cache,
+            reading.cached_bytes_per_record,
+            os.path.basename(fn_args.model_run_dir),
+            length,
         )
     )
     common = dict(
