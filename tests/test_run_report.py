@@ -171,9 +171,10 @@ def test_metrics_have_intervals_rows_and_slices(penguins_with_problems):
     # A perfect score is possible on penguins; its interval then ends at it.
     assert float(low) < float(value) <= float(high) <= 1
     assert int(rows.replace(",", "")) == eval_rows
-    # Penguins have 3 classes: AUC, precision and recall per class and macro-averaged.
+    # Penguins have 3 classes: AUC, precision and recall per class (named by the
+    # species) and macro-averaged.
     for metric in ("auc", "precision", "recall"):
-        for which in ("class 0", "class 1", "class 2", "macro"):
+        for which in ("Adelie", "Chinstrap", "Gentoo", "macro"):
             assert f"<td>{metric} ({which})</td>" in table, (metric, which)
     slices = re.search(r'<table id="slices">.*?</table>', html, re.S).group(0)
     islands = re.findall(r"<tr><td>island</td><td>(\w+)</td><td class=\"num\">(\d+)</td>", slices)
