@@ -20,7 +20,6 @@ from tensorflow_model_analysis import version as tfma_version
 from tensorflow_model_analysis.evaluators import metrics_validator
 from tensorflow_model_analysis.metrics import metric_specs, metric_types
 from tensorflow_model_analysis.proto import config_pb2, validation_result_pb2
-from tensorflow_model_analysis.slicer import slicer_lib
 from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as writer
 
 _SHARD = "-00000-of-00001.tfrecord"
@@ -93,8 +92,3 @@ def write(
     )
     with tf.io.gfile.GFile(os.path.join(output_dir, "eval_config.json"), "w") as f:
         f.write(json_format.MessageToJson(run))
-
-
-def slice_key_text(slice_key: tuple) -> str:
-    """A slice as TFMA prints it ("Overall", "island:Biscoe")."""
-    return slicer_lib.stringify_slice_key(slice_key)

@@ -55,7 +55,9 @@ def eval_config_from(exec_properties: dict, has_baseline: bool):
     return eval_config
 
 
-def batched_unsupported(eval_config, exec_properties: dict) -> str | None:
+def batched_unsupported(
+    eval_config, exec_properties: dict, computations: batched_metrics.Computations
+) -> str | None:
     """Why TFMA itself must evaluate this configuration, or None."""
     for key in (standard_component_specs.MODULE_PATH_KEY, standard_component_specs.MODULE_FILE_KEY):
         if exec_properties.get(key):
@@ -63,7 +65,7 @@ def batched_unsupported(eval_config, exec_properties: dict) -> str | None:
     for model in eval_config.model_specs:
         if len(model.preprocessing_function_names) != 1 or not model.label_key:
             return f"model spec {model.name!r} needs a label key and one preprocessing function"
-    return batched_metrics.unsupported(eval_config, batched_metrics.computations_for(eval_config))
+    return batched_metrics.unsupported(eval_config, computations)
 
 
 class Executor(tfx_executor.Executor):
@@ -113,8 +115,9 @@ class Executor(tfx_executor.Executor):
             return super().Do(input_dict, output_dict, exec_properties)
         has_baseline = bool(input_dict.get(standard_component_specs.BASELINE_MODEL_KEY))
         eval_config = eval_config_from(exec_properties, has_baseline)
+        computations = batched_metrics.computations_for(eval_config)
         reason = (
-            batched_unsupported(eval_config, exec_properties)
+            batched_unsupported(eval_config, exec_properties, computations)
             if self.batched
             else "anything: batched evaluation is off"
         )
@@ -130,7 +133,7 @@ class Executor(tfx_executor.Executor):
         files = _split_files(input_dict[standard_component_specs.EXAMPLES_KEY], splits)
         models = _model_paths(eval_config, input_dict)
         started = time.process_time()
-        sliced, rows = evaluate(eval_config, models, files)
+        sliced, rows = evaluate(eval_config, computations, models, files)
         # TFX rubber-stamps in the config (no baseline: no change thresholds), not the writer.
         validation = evaluation_files.validate(sliced, eval_config, rubber_stamp=False)
         evaluation_files.write(output_uri, sliced, validation, eval_config, ",".join(files), models)
@@ -184,7 +187,12 @@ def _model_paths(eval_config, input_dict) -> dict[str, str]:
     return paths
 
 
-def evaluate(eval_config, model_paths: dict[str, str], files: list[str]):
+def evaluate(
+    eval_config,
+    computations: batched_metrics.Computations,
+    model_paths: dict[str, str],
+    files: list[str],
+):
     """Scores the records with each model and computes every slice's metrics.
 
     Returns:
@@ -214,7 +222,6 @@ def evaluate(eval_config, model_paths: dict[str, str], files: list[str]):
         )
         for name, scorer in scorers.items()
     }
-    computations = batched_metrics.computations_for(eval_config)
     sliced = []
     if any(not spec.feature_keys for spec in eval_config.slicing_specs):
         sliced.append(((), batched_metrics.slice_metrics(computations, outputs)))

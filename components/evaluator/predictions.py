@@ -87,8 +87,9 @@ class SliceValues:
     def add(self, serialized: tf.Tensor) -> None:
         """Adds one batch of records."""
         pending = [f for f in self._features if f not in self._kinds]
+        records = serialized.numpy() if pending else None
         for name in pending:
-            kind = _feature_kind(serialized.numpy(), name)
+            kind = _feature_kind(records, name)
             if kind is not None:
                 self._kinds[name] = kind
         spec = {f: tf.io.VarLenFeature(self._kinds[f]) for f in self._features if f in self._kinds}
