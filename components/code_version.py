@@ -23,7 +23,12 @@ _PACKAGE = __name__.rpartition(".")[0]
 CUSTOM_CONFIG_KEY = "code_version"
 # The modules each component runs.
 EXAMPLE_GEN_CODE = "tfrecord_pipelines.components.example_gen.executor"
-TRANSFORM_CODE = "tfrecord_pipelines.components.transform.preprocessing"
+# Transform runs its executor and the built-in preprocessing_fn, which the executor
+# names only by path.
+TRANSFORM_CODE = (
+    "tfrecord_pipelines.components.transform.executor",
+    "tfrecord_pipelines.components.transform.preprocessing",
+)
 TRAINER_CODE = "tfrecord_pipelines.components.trainer.run"
 PUSHER_CODE = "tfrecord_pipelines.components.pusher.executor"
 EVALUATOR_CODE = "tfrecord_pipelines.components.evaluator.executor"
@@ -59,12 +64,13 @@ def _imported_modules(path: Path) -> set[str]:
     return found
 
 
-def source_files(module: str, root: Path = _ROOT) -> list[Path]:
-    """``module``'s file and those of the ``components`` modules it imports, transitively.
+def source_files(module: str | tuple[str, ...], root: Path = _ROOT) -> list[Path]:
+    """``module``'s file (or several modules' files) and those of the ``components``
+    modules it imports, transitively.
 
     Importing ``a.b.c`` runs the ``__init__`` of ``a`` and ``a.b`` too, so those count.
     """
-    pending, seen = [module], set()
+    pending, seen = [module] if isinstance(module, str) else list(module), set()
     while pending:
         name = pending.pop()
         parts = name.split(".")
@@ -81,8 +87,8 @@ def source_files(module: str, root: Path = _ROOT) -> list[Path]:
 
 
 @functools.cache
-def code_version(module: str, root: Path = _ROOT) -> str:
-    """A digest of the source of ``module`` and of the project modules it imports."""
+def code_version(module: str | tuple[str, ...], root: Path = _ROOT) -> str:
+    """A digest of the source of ``module`` (or modules) and of the project modules it imports."""
     digest = hashlib.sha256()
     for path in source_files(module, root):
         digest.update(path.relative_to(root).as_posix().encode())

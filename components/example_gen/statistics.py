@@ -35,14 +35,20 @@ _TELEMETRY = ["tfrecord_pipelines", "ShardedExampleGen"]
 # counts two spans on common bins cut from them (drift.common_bins); deciles
 # cannot see a mean move by a tenth.
 QUANTILE_BUCKETS = 100
+# Distinct values listed per string feature, with their counts (TFDV's default:
+# 20). TFDV counts every value anyway; listing up to this many lets Transform
+# take a vocabulary from the statistics instead of reading the data again
+# (transform.statistics_analysis). A feature with more keeps tf.Transform's analyzer.
+TOP_VALUES = 10_000
 
 
 def stats_options(source_format: str) -> tfdv.StatsOptions:
     """TFDV's options: images also get image statistics (formats, sizes), not string ones;
-    percentiles, not deciles."""
+    percentiles, not deciles; up to ``TOP_VALUES`` values of each string, not 20."""
     return tfdv.StatsOptions(
         enable_semantic_domain_stats=source_format == IMAGES,
         num_quantiles_histogram_buckets=QUANTILE_BUCKETS,
+        num_top_values=TOP_VALUES,
     )
 
 

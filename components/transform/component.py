@@ -1,15 +1,29 @@
-"""TFX's Transform, run by this project's executor (which says what it analyzed)."""
+"""TFX's Transform, run by this project's executor, which may take ExampleGen's statistics."""
 
 from __future__ import annotations
 
+from tfx import types
 from tfx import v1 as tfx
 from tfx.dsl.components.base import executor_spec
+from tfx.types import standard_artifacts, standard_component_specs
+from tfx.types.component_spec import ChannelParameter
 
 from tfrecord_pipelines.components.transform import executor
 
 
+class TransformSpec(standard_component_specs.TransformSpec):
+    """TFX's Transform spec plus ExampleGen's statistics of the examples (optional)."""
+
+    INPUTS = {
+        **standard_component_specs.TransformSpec.INPUTS,
+        executor.STATISTICS_KEY: ChannelParameter(
+            type=standard_artifacts.ExampleStatistics, optional=True
+        ),
+    }
+
+
 class Transform(tfx.components.Transform):
-    """TFX's Transform, unchanged but for its executor (``executor.Executor``).
+    """TFX's Transform, its parameters and outputs, run by ``executor.Executor``.
 
     Outputs as TFX's; the transform_graph artifact also carries the custom
     property ``analysis``: the train splits read, and those whose analysis
@@ -17,3 +31,22 @@ class Transform(tfx.components.Transform):
     """
 
     EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
+
+    def __init__(self, statistics: types.BaseChannel | None = None, **kwargs):
+        """TFX's Transform (``kwargs``: its arguments), given ExampleGen's statistics.
+
+        Args:
+          statistics: ExampleGen's statistics of ``examples`` (one Examples
+            artifact): the built-in ``preprocessing_fn`` then takes its
+            analyzers' results from them where they are exact (see
+            ``statistics_analysis``). None for a window of spans: each span has
+            statistics of its own, and tf.Transform's analyzer cache serves them.
+          **kwargs: TFX's Transform's arguments.
+        """
+        super().__init__(**kwargs)
+        # TFX's constructor builds (and checks) its own spec class; this one holds the
+        # same values and one more input.
+        spec = self.spec
+        self.spec = TransformSpec(
+            **spec.inputs, **spec.outputs, **spec.exec_properties, statistics=statistics
+        )

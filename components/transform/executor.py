@@ -9,6 +9,13 @@ artifact each): one whose cache entries were copied unchanged (the same
 MANIFEST of entry keys) was served by the cache; any other was read and
 analyzed. The result goes on the transform_graph artifact, so that a run's
 summary can say what a daily run cost.
+
+Given ExampleGen's statistics (the optional ``statistics`` input), it hands
+the train split's statistics file to the ``preprocessing_fn`` through its
+custom_config (``statistics_analysis.STATISTICS_PATH_KEY``): the built-in
+one takes the analyzers' results from them where they are exact. When no
+analyzer is left, the graph is written in place, without reading the data
+(``in_place_analysis``).
 """
 
 from __future__ import annotations
@@ -20,14 +27,20 @@ import os
 from tfx.components.transform import executor as tfx_executor
 from tfx.dsl.io import fileio
 from tfx.types import artifact_utils, standard_component_specs
-from tfx.utils import io_utils
+from tfx.utils import io_utils, json_utils
 
-# The transform_graph artifact's custom property: {"analyzed": [...], "from_cache": [...]},
-# each a list of the analyzed splits' file patterns.
+from tfrecord_pipelines.components.example_gen.statistics import STATISTICS_FILE
+from tfrecord_pipelines.components.transform import in_place_analysis
+from tfrecord_pipelines.components.transform.statistics_analysis import STATISTICS_PATH_KEY
+
+# The transform_graph artifact's custom property: {"analyzed": [...], "from_cache": [...],
+# "from_statistics": [...]}, each a list of the analyzed splits' file patterns.
 ANALYSIS_KEY = "analysis"
 # tf.Transform's list of a dataset's cache entries, in the dataset's cache folder.
 _MANIFEST = "MANIFEST"
 _ANALYZED_SPLIT = "train"
+# The optional input: ExampleGen's statistics of the examples.
+STATISTICS_KEY = "statistics"
 
 
 def _dataset_folder(cache_uri: str, file_pattern: str) -> str | None:
@@ -65,7 +78,12 @@ class Executor(tfx_executor.Executor):
 
     def Do(self, input_dict, output_dict, exec_properties):  # noqa: N802 - TFX API
         """Runs TFX's Transform, then records what it analyzed (see the module's docstring)."""
-        super().Do(input_dict, output_dict, exec_properties)
+        exec_properties = _with_statistics(input_dict, exec_properties)
+        in_place = bool(input_dict.get(STATISTICS_KEY)) and in_place_analysis.write_in_place(
+            self, input_dict, output_dict, exec_properties
+        )
+        if not in_place:
+            super().Do(input_dict, output_dict, exec_properties)
         patterns = [
             io_utils.all_files_pattern(artifact_utils.get_split_uri([e], _ANALYZED_SPLIT))
             for e in input_dict.get(standard_component_specs.EXAMPLES_KEY, [])
@@ -80,4 +98,18 @@ class Executor(tfx_executor.Executor):
             output_dict[standard_component_specs.TRANSFORM_GRAPH_KEY]
         )
         analysis = cache_use(patterns, caches["in"], caches["out"])
+        if in_place:
+            analysis = {"analyzed": [], "from_cache": [], "from_statistics": patterns}
         graph.set_string_custom_property(ANALYSIS_KEY, json.dumps(analysis))
+
+
+def _with_statistics(input_dict, exec_properties: dict) -> dict:
+    """The exec properties, with the train split's statistics file in the custom_config."""
+    statistics = input_dict.get(STATISTICS_KEY)
+    if not statistics:
+        return exec_properties
+    path = os.path.join(artifact_utils.get_split_uri(statistics, _ANALYZED_SPLIT), STATISTICS_FILE)
+    key = standard_component_specs.CUSTOM_CONFIG_KEY
+    custom_config = json_utils.loads(exec_properties.get(key) or "null") or {}
+    custom_config[STATISTICS_PATH_KEY] = path
+    return {**exec_properties, key: json_utils.dumps(custom_config)}

@@ -25,6 +25,12 @@ yesterday's window fits today's (a category's index is its row in the first
 layer, a class's its output unit) and the Trainer can warm-start from it
 (``trainer.warm_start``). By counts, two classes of about equal share swap
 indices from one window to the next.
+
+With ExampleGen's statistics of the train split (``custom_config``'s
+``statistics_analysis.STATISTICS_PATH_KEY``, set by this project's Transform
+executor), the means, variances and vocabularies come from them wherever
+they hold the exact answer (``statistics_analysis``), and tf.Transform
+analyzes only the rest: the same results without reading the data again.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ import tensorflow as tf
 import tensorflow_transform as tft
 
 from tfrecord_pipelines.components.task import Task, transformed_name, vocabulary_name
+from tfrecord_pipelines.components.transform import statistics_analysis
+from tfrecord_pipelines.components.transform.statistics_analysis import TrainStatistics
 
 _OOV_BUCKETS = 1
 
@@ -55,18 +63,53 @@ def _as_float(x: tf.Tensor | tf.SparseTensor) -> tf.Tensor | tf.SparseTensor:
     return tf.cast(x, tf.float32)
 
 
-def _mean_imputed(x: tf.Tensor | tf.SparseTensor) -> tf.Tensor:
+def _scaled(x: tf.Tensor | tf.SparseTensor, mean: float, variance: float):
+    """``tft.scale_to_z_score``'s arithmetic with known moments (float32, as tf.Transform's)."""
     x = _as_float(x)
-    return _densify(x, default_value=tft.mean(x))
+    values = x.values if isinstance(x, tf.SparseTensor) else x
+    centred = values - tf.constant(mean, tf.float32)
+    deviation = tf.sqrt(tf.constant(variance, tf.float32))
+    scaled = tf.where(tf.not_equal(deviation, 0), centred / deviation, centred)
+    if isinstance(x, tf.SparseTensor):
+        return tf.SparseTensor(x.indices, scaled, x.dense_shape)
+    return scaled
 
 
-def _z_score(x: tf.Tensor | tf.SparseTensor) -> tf.Tensor:
-    return _densify(tft.scale_to_z_score(_as_float(x)), default_value=0.0)
+def _mean_imputed(key: str, x: tf.Tensor | tf.SparseTensor, stats: TrainStatistics | None):
+    x = _as_float(x)
+    moments = stats.moments(key) if stats else None
+    mean = tft.mean(x) if moments is None else tf.constant(moments[0], tf.float32)
+    return _densify(x, default_value=mean)
 
 
-def _label(x: tf.Tensor | tf.SparseTensor, task: Task) -> tf.Tensor:
+def _z_score(key: str, x: tf.Tensor | tf.SparseTensor, stats: TrainStatistics | None):
+    moments = stats.moments(key) if stats else None
+    scaled = tft.scale_to_z_score(_as_float(x)) if moments is None else _scaled(x, *moments)
+    return _densify(scaled, default_value=0.0)
+
+
+def _vocabulary_indices(
+    key: str, x: tf.Tensor | tf.SparseTensor, stats: TrainStatistics | None, oov_buckets: int
+) -> tf.Tensor | tf.SparseTensor:
+    """Indices through ``key``'s vocabulary: from the statistics when they list every
+    token, else computed by tf.Transform."""
+    tokens = stats.vocabulary(key) if stats else None
+    if not tokens:
+        return tft.compute_and_apply_vocabulary(
+            x,
+            num_oov_buckets=oov_buckets,
+            vocab_filename=vocabulary_name(key),
+            fingerprint_shuffle=True,
+        )
+    path = statistics_analysis.vocabulary_file(vocabulary_name(key), tokens)
+    # A file name (not a tensor): the table is built once, outside the traced function,
+    # and the file becomes an asset of the transform graph.
+    return tft.apply_vocabulary(x, path, num_oov_buckets=oov_buckets)
+
+
+def _label(x: tf.Tensor | tf.SparseTensor, task: Task, stats: TrainStatistics | None):
     if not task.is_classification:
-        return _mean_imputed(x)
+        return _mean_imputed(task.label, x, stats)
     if x.dtype != tf.string:
         # Integer class ids become strings so the vocabulary names classes readably.
         x = (
@@ -74,21 +117,12 @@ def _label(x: tf.Tensor | tf.SparseTensor, task: Task) -> tf.Tensor:
             if isinstance(x, tf.SparseTensor)
             else tf.strings.as_string(x)
         )
-    return tft.compute_and_apply_vocabulary(
-        _densify(x, default_value=""),
-        vocab_filename=vocabulary_name(task.label),
-        fingerprint_shuffle=True,
-    )
+    return _vocabulary_indices(task.label, _densify(x, default_value=""), stats, oov_buckets=0)
 
 
-def _multi_valued(key: str, x: tf.Tensor | tf.SparseTensor) -> tf.Tensor | tf.SparseTensor:
+def _multi_valued(key: str, x: tf.Tensor | tf.SparseTensor, stats: TrainStatistics | None):
     if x.dtype == tf.string:
-        return tft.compute_and_apply_vocabulary(
-            x,
-            num_oov_buckets=_OOV_BUCKETS,
-            vocab_filename=vocabulary_name(key),
-            fingerprint_shuffle=True,
-        )
+        return _vocabulary_indices(key, x, stats, _OOV_BUCKETS)
     if isinstance(x, tf.SparseTensor):
         raise ValueError(
             f"Feature {key!r} holds a varying count of numbers per row; the built-in model "
@@ -99,21 +133,16 @@ def _multi_valued(key: str, x: tf.Tensor | tf.SparseTensor) -> tf.Tensor | tf.Sp
     return tft.scale_to_z_score(_as_float(x), elementwise=True)
 
 
-def _transform_input(key: str, x: tf.Tensor | tf.SparseTensor, task: Task):
+def _transform_input(key: str, x, task: Task, stats: TrainStatistics | None):
     if key == task.image_feature:
         if x.dtype != tf.string:
             raise ValueError(f"Image feature {key!r} must hold encoded bytes, not {x.dtype.name}.")
         return _densify(x, default_value=b"")
     if key in task.multi_valued:
-        return _multi_valued(key, x)
+        return _multi_valued(key, x, stats)
     if x.dtype == tf.string:
-        return tft.compute_and_apply_vocabulary(
-            _densify(x, default_value=""),
-            num_oov_buckets=_OOV_BUCKETS,
-            vocab_filename=vocabulary_name(key),
-            fingerprint_shuffle=True,
-        )
-    return _z_score(x)
+        return _vocabulary_indices(key, _densify(x, default_value=""), stats, _OOV_BUCKETS)
+    return _z_score(key, x, stats)
 
 
 # TFX entry point: Transform calls this with the raw features and the custom_config.
@@ -122,7 +151,8 @@ def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> d
 
     Args:
       inputs: raw feature tensors keyed by schema feature name.
-      custom_config: the component's custom_config, carrying a ``Task``.
+      custom_config: the component's custom_config, carrying a ``Task`` and, when
+        Transform's executor had them, the train split's statistics' path.
 
     Returns:
       Transformed tensors keyed by ``transformed_name(feature)``: [batch, 1]
@@ -134,14 +164,16 @@ def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> d
         cannot be taken by the built-in model.
     """
     task = Task.from_custom_config(custom_config)
+    statistics_path = (custom_config or {}).get(statistics_analysis.STATISTICS_PATH_KEY)
+    stats = statistics_analysis.load(statistics_path) if statistics_path else None
     if task.label not in inputs:
         raise ValueError(
             f"Label column {task.label!r} is not in the schema; features are: "
             f"{', '.join(sorted(inputs))}."
         )
     outputs = {
-        transformed_name(key): _transform_input(key, inputs[key], task)
+        transformed_name(key): _transform_input(key, inputs[key], task, stats)
         for key in task.model_inputs(inputs)
     }
-    outputs[transformed_name(task.label)] = _label(inputs[task.label], task)
+    outputs[transformed_name(task.label)] = _label(inputs[task.label], task, stats)
     return outputs

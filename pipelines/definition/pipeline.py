@@ -71,7 +71,7 @@ DRIFT_CHECK_ID = "DriftCheck"
 EXAMPLE_VALIDATOR_ID = "ExampleValidator"
 
 
-def _code(module: str) -> dict:
+def _code(module: str | tuple[str, ...]) -> dict:
     """The custom_config entry that keys a component's cache on the project code it runs."""
     return {code_version.CUSTOM_CONFIG_KEY: code_version.code_version(module)}
 
@@ -227,8 +227,14 @@ def create_pipeline(
     users_run_fn = bool(config.module_file and config.module_file.defines(RUN_FN))
     materialize = users_run_fn and not images
     cache = analyzer_cache_resolver(TRANSFORM_ID, int(config.span)) if window else None
+    built_in_preprocessing = not (
+        config.module_file and config.module_file.defines(PREPROCESSING_FN)
+    )
     transform = Transform(
         examples=examples,
+        # The built-in preprocessing_fn takes its analyzers' results from ExampleGen's
+        # statistics where they are exact; a window's spans each have their own.
+        statistics=statistics if built_in_preprocessing and not window else None,
         schema=schema_gen.outputs["schema"],
         materialize=materialize,
         # ExampleGen has described the data already; Transform's pre- and
@@ -275,9 +281,7 @@ def create_pipeline(
         resolver = baseline_model_resolver(trainer.outputs["model"])
         baseline_model = resolver.outputs["model"]
         components.append(resolver)
-    built_in_label = config.task.is_classification and not (
-        config.module_file and config.module_file.defines(PREPROCESSING_FN)
-    )
+    built_in_label = config.task.is_classification and built_in_preprocessing
     evaluator = Evaluator(
         examples=example_gen.outputs["examples"],
         model=trainer.outputs["model"],

@@ -1,0 +1,179 @@
+"""Transform's analysis from ExampleGen's statistics equals tf.Transform's, and reads no data."""
+
+import os
+import random
+
+import apache_beam as beam
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_data_validation as tfdv
+import tensorflow_transform as tft
+import tensorflow_transform.beam as tft_beam
+from tensorflow_metadata.proto.v0 import statistics_pb2
+from tensorflow_transform import impl_helper
+from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
+
+from tfrecord_pipelines.components.example_gen.statistics import stats_options
+from tfrecord_pipelines.components.task import Task, transformed_name, vocabulary_name
+from tfrecord_pipelines.components.transform import preprocessing_fn, statistics_analysis
+from tfrecord_pipelines.components.transform.in_place_analysis import has_analyzers
+
+ROWS = 600
+RAW_SPEC = {
+    "size": tf.io.VarLenFeature(tf.float32),
+    "count": tf.io.VarLenFeature(tf.int64),
+    "colour": tf.io.VarLenFeature(tf.string),
+    "tags": tf.io.VarLenFeature(tf.string),
+    "flat": tf.io.VarLenFeature(tf.float32),
+    "label": tf.io.FixedLenFeature([1], tf.string),
+    "class_id": tf.io.FixedLenFeature([1], tf.int64),
+}
+# Drops what the task leaves out: the other label, and "flat" (one value, the same in
+# every row: a variance of 0).
+TASK = Task(
+    label="label", inputs=("size", "count", "colour", "tags", "flat"), multi_valued=("tags",)
+)
+
+
+def _rows(seed: int = 0) -> list[dict]:
+    """Floats and strings with missing values, a token tf.Transform leaves out (a
+    newline), lists of strings, and labels as strings and integers."""
+    rng = random.Random(seed)
+    colours = ["red", "green", "blue", "über", "two\nlines", ""]
+    rows = []
+    for i in range(ROWS):
+        rows.append({
+            "size": [rng.gauss(50, 20)] if i % 7 else [],
+            "count": [rng.randrange(1000)],
+            "colour": [rng.choice(colours).encode()] if i % 5 else [],
+            "tags": [f"t{rng.randrange(40)}".encode() for _ in range(rng.randrange(4))],
+            "flat": [2.5],
+            "label": [rng.choice([b"yes", b"no", b"maybe"])],
+            "class_id": [rng.randrange(3)],
+        })  # fmt: skip
+    return rows
+
+
+def _example(row: dict) -> bytes:
+    feature = {}
+    for name, values in row.items():
+        if RAW_SPEC[name].dtype == tf.string:
+            feature[name] = tf.train.Feature(bytes_list=tf.train.BytesList(value=values))
+        elif RAW_SPEC[name].dtype == tf.int64:
+            feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+        else:
+            feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values))
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+@pytest.fixture(scope="module")
+def statistics_path(tmp_path_factory) -> str:
+    """The rows' statistics as ExampleGen computes them (its TFDV options)."""
+    folder = tmp_path_factory.mktemp("statistics")
+    records = str(folder / "train.tfrecord")
+    with tf.io.TFRecordWriter(records) as writer:
+        for row in _rows():
+            writer.write(_example(row))
+    stats = tfdv.generate_statistics_from_tfrecord(records, stats_options=stats_options("csv"))
+    path = str(folder / "FeatureStats.pb")
+    with open(path, "wb") as f:
+        f.write(stats.SerializeToString())
+    return path
+
+
+def _analyze_and_transform(config: dict, output: str) -> list[dict]:
+    """The rows through the built-in preprocessing_fn; the transform graph written to ``output``."""
+    metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(RAW_SPEC))
+    rows = _rows()
+    with beam.Pipeline() as pipeline, tft_beam.Context(temp_dir=os.path.join(output, "tmp")):
+        data = pipeline | beam.Create(rows, reshuffle=False)
+        (transformed, _), transform_fn = (data, metadata) | tft_beam.AnalyzeAndTransformDataset(
+            lambda inputs: preprocessing_fn(inputs, config)
+        )
+        _ = transform_fn | tft_beam.WriteTransformFn(output)
+        _ = (
+            transformed
+            | beam.combiners.ToList()
+            | beam.Map(
+                lambda batch: np.save(os.path.join(output, "rows.npy"), batch, allow_pickle=True)
+            )
+        )
+    return list(np.load(os.path.join(output, "rows.npy"), allow_pickle=True))
+
+
+@pytest.mark.parametrize("label", ["label", "class_id"])
+def test_vocabularies_means_and_variances_equal_tf_transforms(statistics_path, tmp_path, label):
+    task = Task(label=label, inputs=TASK.inputs, multi_valued=TASK.multi_valued)
+    config = task.to_custom_config()
+    analyzed = _analyze_and_transform(config, str(tmp_path / "analyzed"))
+    from_statistics = _analyze_and_transform(
+        {**config, statistics_analysis.STATISTICS_PATH_KEY: statistics_path},
+        str(tmp_path / "from_statistics"),
+    )
+    graphs = [
+        tft.TFTransformOutput(str(tmp_path / name)) for name in ("analyzed", "from_statistics")
+    ]
+    for name in ("colour", "tags", label):
+        vocabularies = [g.vocabulary_by_name(vocabulary_name(name)) for g in graphs]
+        assert vocabularies[0] == vocabularies[1]
+        assert b"two\nlines" not in vocabularies[0] and b"" not in vocabularies[0]
+    assert "\u00fcber".encode() in graphs[0].vocabulary_by_name(vocabulary_name("colour"))
+    # Means and variances: the same rows, the same z-scores (float32 arithmetic).
+    for a, b in zip(analyzed, from_statistics, strict=True):
+        for key in ("size", "count", "flat"):
+            np.testing.assert_allclose(
+                a[transformed_name(key)], b[transformed_name(key)], rtol=1e-5, atol=1e-6
+            )
+        for key in ("colour", "tags", label):
+            np.testing.assert_array_equal(a[transformed_name(key)], b[transformed_name(key)])
+    sizes = np.array([row[transformed_name("size")] for row in from_statistics]).ravel()
+    assert abs(sizes.mean()) < 0.05 and sizes.std() > 0.9
+
+
+def _has_analyzers(config: dict) -> bool:
+    specs = impl_helper.get_type_specs_from_feature_specs(RAW_SPEC)
+    return has_analyzers(lambda x: preprocessing_fn(x, config), specs)
+
+
+def test_nothing_is_left_to_analyze_but_an_integer_label(statistics_path):
+    """With the statistics, a string label leaves no analyzer (Transform then runs in
+    place, without reading the data); an integer label's vocabulary is still tf.Transform's."""
+    with_statistics = {statistics_analysis.STATISTICS_PATH_KEY: statistics_path}
+    assert _has_analyzers(TASK.to_custom_config())
+    assert not _has_analyzers({**TASK.to_custom_config(), **with_statistics})
+    integer_label = Task(label="class_id", inputs=TASK.inputs, multi_valued=TASK.multi_valued)
+    assert _has_analyzers({**integer_label.to_custom_config(), **with_statistics})
+
+
+def _string_feature(values: list[str], unique: int) -> statistics_pb2.DatasetFeatureStatistics:
+    stats = statistics_pb2.DatasetFeatureStatistics()
+    feature = stats.features.add()
+    feature.path.step.append("s")
+    feature.string_stats.unique = unique
+    for v in values:
+        feature.string_stats.top_values.add(value=v, frequency=1)
+    return stats
+
+
+def test_statistics_that_miss_values_leave_the_vocabulary_to_tf_transform():
+    complete = statistics_analysis.TrainStatistics(_string_feature(["b", "a", "c"], unique=3))
+    assert sorted(complete.vocabulary("s")) == [b"a", b"b", b"c"]
+    truncated = statistics_analysis.TrainStatistics(_string_feature(["b", "a"], unique=3))
+    assert truncated.vocabulary("s") is None
+    placeholder = statistics_analysis.TrainStatistics(
+        _string_feature(["a", "__BYTES_VALUE__"], unique=2)
+    )
+    assert placeholder.vocabulary("s") is None
+    assert complete.vocabulary("other") is None and complete.moments("s") is None
+
+
+def test_numbers_with_nans_leave_the_moments_to_tf_transform():
+    stats = statistics_pb2.DatasetFeatureStatistics()
+    feature = stats.features.add()
+    feature.path.step.append("x")
+    feature.num_stats.mean, feature.num_stats.std_dev = 2.0, 3.0
+    feature.num_stats.common_stats.tot_num_values = 10
+    assert statistics_analysis.TrainStatistics(stats).moments("x") == (2.0, 9.0)
+    feature.num_stats.histograms.add().num_nan = 1
+    assert statistics_analysis.TrainStatistics(stats).moments("x") is None
