@@ -104,11 +104,14 @@ def _ours(table: str, rows: int, work: str) -> dict:
     )
     with open(plan_path) as f:
         plan = json.load(f)
+    classes = summary.classes
+    positive = classes.names.index(classes.positive) if classes and classes.positive else 1
     return {
         "sizing": plan.get("split_sizing"),
         "eval_rows": int(summary.metrics["example_count"]),
         "interval": summary.intervals.get("sparse_categorical_accuracy", ((None, None), 0))[0],
-        "auc": summary.metrics.get("auc (class 1)"),
+        # The positive class's (the label's second value, "yes") AUC, by its class id.
+        "auc": summary.metrics.get(f"auc (class {positive})"),
         "seconds": seconds,
         "cpu": cpu,
         "costs": {c.node_id: (c.wall_seconds, c.cpu_seconds, c.records) for c in summary.costs},
@@ -211,7 +214,8 @@ def _print_size(rows: int, ours: dict, stock: dict | None, rates: dict | None) -
         f"- trained on {training.examples:,} examples, {training.epochs:.2f} epochs of the "
         f"train split ({training.steps:,} steps of {training.batch_size}); accuracy "
         f"{ours['accuracy']:.4f} [{low:.4f}, {high:.4f}] (95%, +-{50 * (high - low):.2f} "
-        f"points) on the {ours['eval_rows']:,} eval rows; AUC {ours['auc'] or float('nan'):.4f}"
+        f"points) on the {ours['eval_rows']:,} eval rows; "
+        f"AUC (yes) {ours['auc'] or float('nan'):.4f}"
     )
     before = BEFORE.get(rows)
     if before:

@@ -156,6 +156,24 @@ def test_tabular_trainer_reads_the_planned_shards(penguins_run):
     assert f"  shards:        {line}" in result.stdout
 
 
+def test_transform_takes_its_analysis_from_the_statistics_and_reads_no_data(penguins_run):
+    from tfrecord_pipelines.components.transform.executor import ANALYSIS_KEY
+    from tfrecord_pipelines.local.run_record import open_store, read_run
+
+    output, result = penguins_run
+    store = open_store(str(output / "metadata" / "penguins" / "metadata.db"))
+    run = read_run(store, "penguins", printed_run_id(result.stdout))
+    graph = run["Transform"].output("transform_graph")
+    analysis = json.loads(graph.custom_properties[ANALYSIS_KEY].string_value)
+    train = _input_artifacts(output, printed_run_id(result.stdout), "Transform")["examples"]
+    assert analysis == {
+        "analyzed": [], "from_cache": [], "from_statistics": [f"{train}/Split-train/*"]
+    }  # fmt: skip
+    # The vocabularies are assets of the graph, under the names the Trainer looks up.
+    assets = sorted(p.name for p in Path(graph.uri, "transform_fn", "assets").iterdir())
+    assert assets == ["island_vocab", "sex_vocab", "species_vocab"]
+
+
 def test_summary_says_what_each_component_cost_and_what_the_model_saw(penguins_run):
     output, result = penguins_run
     summary = run_summary(output, "penguins", result.stdout)
