@@ -152,6 +152,9 @@ def test_tabular_trainer_reads_example_gens_shards_and_transform_only_analyzes(c
     assert "transformed_examples" not in transform["outputDefinitions"]["artifacts"]
     parameters = tasks["Transform"]["inputs"]["parameters"]
     assert parameters["disable_statistics"]["runtimeValue"]["constant"] == 1
+    # Transform's analysis comes from ExampleGen's statistics of the same examples.
+    statistics = tasks["Transform"]["inputs"]["artifacts"]["statistics"]["taskOutputArtifact"]
+    assert statistics == {"producerTask": "ShardedExampleGen", "outputArtifactKey": "statistics"}
     # TrainArgs' num_steps left at 0: the Trainer plans from the split's size.
     train_args = tasks["Trainer"]["inputs"]["parameters"]["train_args"]["runtimeValue"]["constant"]
     assert "num_steps" not in train_args
