@@ -26,8 +26,9 @@ class Transform(tfx.components.Transform):
     """TFX's Transform, its parameters and outputs, run by ``executor.Executor``.
 
     Outputs as TFX's; the transform_graph artifact also carries the custom
-    property ``analysis``: the train splits read, and those whose analysis
-    came from the analyzer cache.
+    property ``analysis``: the train splits read, those whose analysis came
+    from the analyzer cache, and those whose analysis came from ExampleGen's
+    statistics (nothing read).
     """
 
     EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
