@@ -31,6 +31,7 @@ from tfx.utils import io_utils, json_utils
 
 from tfrecord_pipelines.components.example_gen.statistics import STATISTICS_FILE
 from tfrecord_pipelines.components.transform import in_place_analysis
+from tfrecord_pipelines.components.transform.in_place_analysis import ANALYZED_SPLIT
 from tfrecord_pipelines.components.transform.statistics_analysis import STATISTICS_PATH_KEY
 
 # The transform_graph artifact's custom property: {"analyzed": [...], "from_cache": [...],
@@ -38,7 +39,6 @@ from tfrecord_pipelines.components.transform.statistics_analysis import STATISTI
 ANALYSIS_KEY = "analysis"
 # tf.Transform's list of a dataset's cache entries, in the dataset's cache folder.
 _MANIFEST = "MANIFEST"
-_ANALYZED_SPLIT = "train"
 # The optional input: ExampleGen's statistics of the examples.
 STATISTICS_KEY = "statistics"
 
@@ -85,7 +85,7 @@ class Executor(tfx_executor.Executor):
         if not in_place:
             super().Do(input_dict, output_dict, exec_properties)
         patterns = [
-            io_utils.all_files_pattern(artifact_utils.get_split_uri([e], _ANALYZED_SPLIT))
+            io_utils.all_files_pattern(artifact_utils.get_split_uri([e], ANALYZED_SPLIT))
             for e in input_dict.get(standard_component_specs.EXAMPLES_KEY, [])
         ]
         caches = {}
@@ -108,7 +108,7 @@ def _with_statistics(input_dict, exec_properties: dict) -> dict:
     statistics = input_dict.get(STATISTICS_KEY)
     if not statistics:
         return exec_properties
-    path = os.path.join(artifact_utils.get_split_uri(statistics, _ANALYZED_SPLIT), STATISTICS_FILE)
+    path = os.path.join(artifact_utils.get_split_uri(statistics, ANALYZED_SPLIT), STATISTICS_FILE)
     key = standard_component_specs.CUSTOM_CONFIG_KEY
     custom_config = json_utils.loads(exec_properties.get(key) or "null") or {}
     custom_config[STATISTICS_PATH_KEY] = path

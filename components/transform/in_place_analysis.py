@@ -21,6 +21,8 @@ from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils
 
 _KEYS = standard_component_specs
+# The split TFX's Transform analyzes (its default splits_config).
+ANALYZED_SPLIT = "train"
 
 
 def has_analyzers(preprocessing_fn, typespecs) -> bool:
@@ -79,7 +81,7 @@ def write_in_place(
     payload_format, data_view_uri = tfxio_utils.resolve_payload_format_and_data_view_uri(examples)
     processor = tfx_executor.TransformProcessor()
     metadata = processor._ReadMetadata(payload_format, schema_file)  # noqa: SLF001
-    pattern = io_utils.all_files_pattern(artifact_utils.get_split_uris(examples, "train")[0])
+    pattern = io_utils.all_files_pattern(artifact_utils.get_split_uris(examples, ANALYZED_SPLIT)[0])
     (dataset,) = processor._MakeDatasetList(  # noqa: SLF001
         [pattern],
         [examples_utils.get_file_format(examples[0])],

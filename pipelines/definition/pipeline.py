@@ -76,11 +76,15 @@ def _code(module: str | tuple[str, ...]) -> dict:
     return {code_version.CUSTOM_CONFIG_KEY: code_version.code_version(module)}
 
 
+def _users(config: PipelineConfig, function: str) -> bool:
+    """Whether the user's module file defines ``function`` (run_fn, preprocessing_fn)."""
+    return bool(config.module_file and config.module_file.defines(function))
+
+
 def _user_code(config: PipelineConfig, function: str, built_in: str) -> dict:
     """The Transform / Trainer argument naming the function to run: the user's, else ours."""
-    module = config.module_file
-    if module and module.defines(function):
-        return {"module_file": module.path}
+    if _users(config, function):
+        return {"module_file": config.module_file.path}
     return {function: built_in}
 
 
@@ -224,12 +228,10 @@ def create_pipeline(
     ).with_id(EXAMPLE_VALIDATOR_ID)
     task_config = config.task.to_custom_config()
     # Images are never copied: a module file's run_fn gets ExampleGen's shards.
-    users_run_fn = bool(config.module_file and config.module_file.defines(RUN_FN))
+    users_run_fn = _users(config, RUN_FN)
     materialize = users_run_fn and not images
     cache = analyzer_cache_resolver(TRANSFORM_ID, int(config.span)) if window else None
-    built_in_preprocessing = not (
-        config.module_file and config.module_file.defines(PREPROCESSING_FN)
-    )
+    built_in_preprocessing = not _users(config, PREPROCESSING_FN)
     transform = Transform(
         examples=examples,
         # The built-in preprocessing_fn takes its analyzers' results from ExampleGen's
