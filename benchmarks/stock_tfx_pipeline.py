@@ -89,10 +89,10 @@ def main() -> None:
     import tensorflow_model_analysis as tfma
     from tfx import v1 as tfx
 
+    from tfrecord_pipelines.components.evaluator.metric_values import overall_metric_values
     from tfrecord_pipelines.components.trainer.input_stall import last_epoch_share
     from tfrecord_pipelines.local.component_costs import metered_executors
     from tfrecord_pipelines.local.run_record import node_ids_by_execution, open_store
-    from tfrecord_pipelines.report.evaluation import overall_metric_values
 
     pipeline = _pipeline(
         args.data, args.label, args.output, args.train_steps, args.batch_size, args.num_classes

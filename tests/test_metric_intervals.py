@@ -2,7 +2,7 @@
 
 import pytest
 
-from tfrecord_pipelines.report.intervals import (
+from tfrecord_pipelines.components.evaluator.intervals import (
     auc_interval,
     class_metrics,
     mean_interval,

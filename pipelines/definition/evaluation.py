@@ -3,7 +3,7 @@
 Classification adds TFMA's multi-class confusion matrix (the predicted
 class is the likeliest), from which the report reads each class's
 precision and recall and the counts behind every metric's 95% interval
-(``report.intervals``), and, when the pipeline knows how many classes there
+(``components.evaluator.intervals``), and, when the pipeline knows how many classes there
 are (``EvaluationOptions.num_classes``: TFMA needs it to binarize), each
 class's AUC (one against the rest) and their macro average; of two classes,
 the positive class's AUC alone, the other's being the same. ``min_auc``

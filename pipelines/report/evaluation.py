@@ -15,12 +15,13 @@ import re
 import tensorflow_model_analysis as tfma
 
 from tfrecord_pipelines.components.evaluator import label_classes
-from tfrecord_pipelines.report.intervals import COUNTS, class_metrics, metric_intervals
-
-# The role of a candidate-minus-baseline value beside tfma's candidate and baseline keys.
-CHANGE = "change"
-EXAMPLE_COUNT = "example_count"
-CONFUSION_MATRIX = "multi_class_confusion_matrix_plot"
+from tfrecord_pipelines.components.evaluator.intervals import COUNTS, metric_intervals
+from tfrecord_pipelines.components.evaluator.metric_values import (
+    CHANGE,
+    EXAMPLE_COUNT,
+    by_slice,
+    candidate_values,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,16 +80,6 @@ class EvaluationView:
     slices: list[SliceRow] = dataclasses.field(default_factory=list)
 
 
-def metric_name(key) -> str:
-    """A metric key's name for people: ``auc (class 1)``, ``recall (macro)`` or the bare name."""
-    name = key.name
-    if key.HasField("sub_key") and key.sub_key.HasField("class_id"):
-        name += f" (class {key.sub_key.class_id.value})"
-    if key.HasField("aggregation_type") and key.aggregation_type.macro_average:
-        name += " (macro)"
-    return name
-
-
 _CLASS_ID = re.compile(r"\(class (\d+)\)$")
 
 
@@ -124,16 +115,6 @@ def is_shown_metric(name: str) -> bool:
     return name != EXAMPLE_COUNT and name.split(" ")[0] not in COUNTS
 
 
-def _slice_text(slice_key) -> tuple[str, str] | None:
-    """(feature, value) of a single-feature slice; None for the whole eval split."""
-    if not slice_key.single_slice_keys:
-        return None
-    (single,) = slice_key.single_slice_keys
-    kind = single.WhichOneof("kind")
-    value = getattr(single, kind)
-    return single.column, value.decode() if isinstance(value, bytes) else str(value)
-
-
 def _snake_case(class_name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", class_name).lower()
 
@@ -162,51 +143,6 @@ def _thresholds(config: tfma.EvalConfig, has_baseline: bool) -> dict[str, str]:
     return words
 
 
-def _by_slice(uri: str) -> dict:
-    """Slice (None: the whole eval split) → metric name → role → value.
-
-    With a baseline, TFMA keeps the candidate's, the baseline's and their
-    differences side by side, told apart by model name; without one, the
-    model has no name and is the candidate.
-    """
-    found: dict = {}
-    for metrics_for_slice in tfma.load_metrics(uri):
-        values = found.setdefault(_slice_text(metrics_for_slice.slice_key), {})
-        for kv in metrics_for_slice.metric_keys_and_values:
-            if not kv.value.HasField("double_value"):
-                continue
-            name = metric_name(kv.key)
-            role = CHANGE if kv.key.is_diff else kv.key.model_name or tfma.CANDIDATE_KEY
-            values.setdefault(name, {})[role] = kv.value.double_value.value
-    # Precision and recall per class, and the counts behind the intervals: from the
-    # candidate's confusion matrix (a plot, in TFMA's terms).
-    for plots_for_slice in tfma.load_plots(uri):
-        for kv in plots_for_slice.plot_keys_and_values:
-            matrices = kv.value.multi_class_confusion_matrix_at_thresholds.matrices
-            if kv.key.name != CONFUSION_MATRIX or not matrices:
-                continue
-            if (kv.key.model_name or tfma.CANDIDATE_KEY) != tfma.CANDIDATE_KEY:
-                continue
-            cells: dict[tuple[int, int], float] = {}
-            for entry in matrices[0].entries:
-                pair = (entry.actual_class_id, entry.predicted_class_id)
-                cells[pair] = cells.get(pair, 0.0) + entry.num_weighted_examples
-            values = found.setdefault(_slice_text(plots_for_slice.slice_key), {})
-            for name, value in class_metrics(cells).items():
-                values.setdefault(name, {})[tfma.CANDIDATE_KEY] = value
-    return found
-
-
-def candidate_values(metrics: dict) -> dict[str, float]:
-    """The candidate's value of each metric, from ``overall_metric_values``' roles."""
-    return {name: r[tfma.CANDIDATE_KEY] for name, r in metrics.items() if tfma.CANDIDATE_KEY in r}
-
-
-def overall_metric_values(uri: str) -> dict[str, dict[str, float]]:
-    """Each metric on the whole eval split, by role: candidate, baseline and change."""
-    return _by_slice(uri).get(None, {})
-
-
 def _slice_rows(by_slice: dict) -> list[SliceRow]:
     rows = []
     for key, metrics in by_slice.items():
@@ -227,8 +163,8 @@ def _slice_rows(by_slice: dict) -> list[SliceRow]:
 def read_evaluation(uri: str) -> EvaluationView:
     """The candidate's overall metrics, with interval, baseline, change and threshold, and
     its metrics on each slice."""
-    by_slice = _by_slice(uri)
-    values = by_slice.get(None, {})
+    metrics = by_slice(uri)
+    values = metrics.get(None, {})
     known = metric_intervals(candidate_values(values))
     has_baseline = any(tfma.BASELINE_KEY in v for v in values.values())
     candidate_name = tfma.CANDIDATE_KEY if has_baseline else ""
@@ -271,5 +207,5 @@ def read_evaluation(uri: str) -> EvaluationView:
         failures,
         has_baseline,
         eval_rows=None if count is None else int(count),
-        slices=_slice_rows(by_slice),
+        slices=_slice_rows(metrics),
     )

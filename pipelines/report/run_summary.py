@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from tfrecord_pipelines.components.evaluator.intervals import metric_intervals
+from tfrecord_pipelines.components.evaluator.metric_values import (
+    candidate_values,
+    overall_metric_values,
+)
 from tfrecord_pipelines.components.pusher.executor import BLOCKED_PROPERTY
 from tfrecord_pipelines.components.trainer.input_stall import last_epoch_share
 from tfrecord_pipelines.components.trainer.resume import resumed_steps
@@ -30,13 +35,7 @@ from tfrecord_pipelines.report.component_costs import (
     component_costs,
     example_gen_shard_plan,
 )
-from tfrecord_pipelines.report.evaluation import (
-    LabelClasses,
-    candidate_values,
-    overall_metric_values,
-    read_label_classes,
-)
-from tfrecord_pipelines.report.intervals import metric_intervals
+from tfrecord_pipelines.report.evaluation import LabelClasses, read_label_classes
 from tfrecord_pipelines.report.span_window import WindowSummary, read_drift, summarize_window
 
 # Nodes that pick artifacts from ML Metadata: they run, but compute nothing a user counts.
@@ -61,7 +60,7 @@ class RunSummary:
       metrics: this run's model's overall metrics on the eval split, by name
         (never the baseline's); ``example_count`` is the eval rows behind them.
       intervals: their 95% confidence intervals (low, high) and the eval rows
-        behind each, by name, where known (``report.intervals``).
+        behind each, by name, where known (``components.evaluator.intervals``).
       classes: the label's class names and positive class, as the Evaluator
         wrote them (None: regression, or a module file's preprocessing).
       model_run: the Trainer's TensorBoard logs and input-stall report.

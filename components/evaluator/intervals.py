@@ -86,7 +86,7 @@ def metric_intervals(values: dict[str, float]) -> dict[str, tuple[tuple[float, f
     """Each metric's 95% interval and the rows behind it, where the counts allow.
 
     Args:
-      values: one slice's metrics by name as ``evaluation.metric_name`` gives
+      values: one slice's metrics by name as ``metric_values.metric_name`` gives
         them: ``example_count``, ``sparse_categorical_accuracy``,
         ``auc (class 1)``, ``true_positives (class 1)``, ``recall (macro)``,
         ``mean_absolute_error``, ...
