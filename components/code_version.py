@@ -22,7 +22,10 @@ _ROOT = Path(__file__).resolve().parent
 _PACKAGE = __name__.rpartition(".")[0]
 CUSTOM_CONFIG_KEY = "code_version"
 # The modules each component runs.
-EXAMPLE_GEN_CODE = "tfrecord_pipelines.components.example_gen.executor"
+EXAMPLE_GEN_CODE = (
+    "tfrecord_pipelines.components.example_gen.executor",
+    "tfrecord_pipelines.components.example_gen.summary_page",
+)
 # Transform runs its executor and the built-in preprocessing_fn, which the executor
 # names only by path.
 TRANSFORM_CODE = (
@@ -31,7 +34,10 @@ TRANSFORM_CODE = (
 )
 TRAINER_CODE = "tfrecord_pipelines.components.trainer.run"
 PUSHER_CODE = "tfrecord_pipelines.components.pusher.executor"
-EVALUATOR_CODE = "tfrecord_pipelines.components.evaluator.executor"
+EVALUATOR_CODE = (
+    "tfrecord_pipelines.components.evaluator.executor",
+    "tfrecord_pipelines.components.evaluator.ui_metrics",
+)
 
 
 def _in_package(module: str) -> bool:

@@ -34,6 +34,7 @@ from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2, statistics_p
 
 from component_image import chown_for_the_image, podman
 from conftest import PIPELINE_COMPONENTS, REPO_ROOT, run_cli
+from kfp_ui_layout import check_confusion_matrix
 
 pytestmark = [pytest.mark.e2e, pytest.mark.image]
 
@@ -198,7 +199,12 @@ def test_every_task_ran_once_through_the_entry_point_and_wrote_every_output(dag,
             [reported] = executor_output.artifacts[name].artifacts
             [given] = record.executor_input.outputs.artifacts[name].artifacts
             assert reported.uri == given.uri, (task, name)
-            assert Path(reported.uri).is_dir(), (task, name)
+            # A Markdown page is a file at its URI, where KFP's UI reads it.
+            is_page = "system.Markdown" in defined[name].artifact_type.instance_schema
+            assert Path(reported.uri).is_file() if is_page else Path(reported.uri).is_dir(), (
+                task,
+                name,
+            )
 
 
 def test_upstream_artifacts_arrive_untyped_as_from_the_backend_driver(dag):
@@ -262,6 +268,11 @@ def test_schema_and_examples(dag):
     assert metadata["input_fingerprint"].startswith("split:single_split,num_files:1,")
     _, quarantine = _output(records["ShardedExampleGen"], "quarantine")
     assert quarantine["count"] == metadata["quarantined_count"]
+    # The page KFP's UI shows for ExampleGen: its shards and the train split's features.
+    page, _ = _output(records["ShardedExampleGen"], "summary")
+    text = page.read_text()
+    assert text.startswith(f"## Examples: {int(metadata['records_written']):,} records in ")
+    assert all(f"| {feature} |" in text for feature in _curated_schema() - {"species"})
 
 
 def test_statistics_and_validation(dag):
@@ -308,6 +319,36 @@ def test_transform_trainer_evaluator_pusher(dag):
     destination = Path(pushed["pushed_destination"])
     assert destination.parent == folder / "serving"
     assert (destination / "saved_model.pb").is_file()
+
+
+def test_the_evaluator_writes_what_kfps_ui_draws(dag):
+    spec, records, _, _ = dag
+    titles = {
+        name: yaml.safe_load(definition.artifact_type.instance_schema)["title"]
+        for name, definition in spec.components["Evaluator"].output_definitions.artifacts.items()
+    }
+    assert {titles[n] for n in ("metrics", "classification_metrics", "summary")} == {
+        "system.Metrics",
+        "system.ClassificationMetrics",
+        "system.Markdown",
+    }
+    _, metrics = _output(records["Evaluator"], "metrics")
+    # Every custom property of a system.Metrics is a row of the UI's table: numbers only.
+    assert all(isinstance(value, float) for value in metrics.values()), metrics
+    low, value, high = (
+        metrics[f"sparse_categorical_accuracy{end}"] for end in (" 95% low", "", " 95% high")
+    )
+    assert low <= value <= high
+    rows = metrics["eval rows"]
+    _, classification = _output(records["Evaluator"], "classification_metrics")
+    categories, counts = check_confusion_matrix(classification["confusionMatrix"])
+    assert sorted(categories) == ["Adelie", "Chinstrap", "Gentoo"]
+    assert sum(map(sum, counts)) == rows
+    # Three classes: no ROC curve.
+    assert "confidenceMetrics" not in classification
+    page, _ = _output(records["Evaluator"], "summary")
+    text = page.read_text()
+    assert text.startswith("## Evaluation: blessed") and f"on {int(rows):,} eval rows" in text
 
 
 def test_each_run_converts_the_span_its_argument_names_and_pushes_a_model(dag):

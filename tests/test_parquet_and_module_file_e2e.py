@@ -1,15 +1,17 @@
 """Full runs: a Parquet folder with list columns, and a user's own module file."""
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import tensorflow as tf
-from evaluator_paths import TfmaPathExecutor, assert_same_evaluation, evaluate
+from evaluator_paths import TfmaPathExecutor, assert_same_evaluation, evaluate_with_ui
 
 from conftest import run_cli, run_summary
+from kfp_ui_layout import area_under, check_confusion_matrix, check_roc_curve
 from tfrecord_pipelines.components.evaluator.executor import Executor
 from tfrecord_pipelines.components.task import Task
 from tfrecord_pipelines.definition.config import EvaluationOptions, EvaluationThresholds
@@ -95,7 +97,7 @@ def _check_both_evaluator_paths(output, summary, tmp_path) -> None:
             EvaluationOptions(slice_by=("colour",), num_classes=2, positive_class="high"),
         )
         found = [
-            evaluate(
+            evaluate_with_ui(
                 path,
                 str(examples),
                 summary.model,
@@ -111,6 +113,31 @@ def _check_both_evaluator_paths(output, summary, tmp_path) -> None:
         # The positive class's AUC, wherever "high" is in the vocabulary.
         auc = read_evaluation(found[1][0]).metrics
         assert [row.name for row in auc if row.name.startswith("auc")] == ["auc (high)"]
+        _check_ui_outputs(found[1], summary, blessed)
+
+
+def _check_ui_outputs(evaluated, summary, blessed: bool) -> None:
+    """The Evaluator's outputs for Kubeflow's UI: metrics with intervals, the confusion
+    matrix by class name, the positive class's ROC curve, the summary page."""
+    evaluation, _, ui = evaluated
+    metrics = ui["metrics"]
+    [auc] = [row for row in read_evaluation(evaluation).metrics if row.name == "auc (high)"]
+    assert metrics.get_float_custom_property("auc (high)") == pytest.approx(auc.candidate)
+    assert metrics.get_float_custom_property("auc (high) 95% low") == pytest.approx(auc.interval[0])
+    rows = metrics.get_float_custom_property("eval rows")
+    assert rows > 0
+    classification = ui["classification_metrics"]
+    categories, counts = check_confusion_matrix(
+        classification.get_json_value_custom_property("confusionMatrix")
+    )
+    assert categories == list(summary.classes.names)
+    assert sum(map(sum, counts)) == rows
+    roc = check_roc_curve(classification.get_json_value_custom_property("confidenceMetrics"))
+    assert roc[0]["recall"] == pytest.approx(1.0) and roc[-1]["recall"] < 0.5
+    assert area_under(roc) == pytest.approx(auc.candidate, abs=0.01)
+    page = Path(ui["summary"].uri).read_text()
+    assert page.startswith(f"## Evaluation: {'blessed' if blessed else 'not blessed'}")
+    assert "| auc (high) |" in page
 
 
 USER_MODULE = '''

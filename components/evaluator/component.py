@@ -6,11 +6,11 @@ import tensorflow_model_analysis as tfma
 from tfx import types
 from tfx.dsl.components.base import base_beam_component, executor_spec
 from tfx.types import standard_artifacts, standard_component_specs
-from tfx.types.component_spec import ExecutionParameter
+from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.utils import json_utils
 
-from tfrecord_pipelines.components import code_version
-from tfrecord_pipelines.components.evaluator import executor
+from tfrecord_pipelines.components import code_version, ui_artifacts
+from tfrecord_pipelines.components.evaluator import executor, ui_metrics
 from tfrecord_pipelines.components.evaluator.label_classes import (
     LABEL_VOCABULARY_KEY,
     POSITIVE_CLASS_KEY,
@@ -26,6 +26,14 @@ class EvaluatorSpec(standard_component_specs.EvaluatorSpec):
         POSITIVE_CLASS_KEY: ExecutionParameter(type=str, optional=True),
         # Keys TFX's cache on this project's executor code (code_version.py).
         code_version.CUSTOM_CONFIG_KEY: ExecutionParameter(type=str, optional=True),
+    }
+    OUTPUTS = {
+        **standard_component_specs.EvaluatorSpec.OUTPUTS,
+        ui_metrics.METRICS_KEY: ChannelParameter(type=ui_artifacts.Metrics),
+        ui_metrics.CLASSIFICATION_METRICS_KEY: ChannelParameter(
+            type=ui_artifacts.ClassificationMetrics
+        ),
+        ui_metrics.SUMMARY_KEY: ChannelParameter(type=ui_artifacts.Markdown),
     }
 
 
@@ -81,5 +89,8 @@ class Evaluator(base_beam_component.BaseBeamComponent):
             code_version=code,
             evaluation=types.Channel(type=standard_artifacts.ModelEvaluation),
             blessing=types.Channel(type=standard_artifacts.ModelBlessing),
+            metrics=types.Channel(type=ui_artifacts.Metrics),
+            classification_metrics=types.Channel(type=ui_artifacts.ClassificationMetrics),
+            summary=types.Channel(type=ui_artifacts.Markdown),
         )
         super().__init__(spec=spec)

@@ -31,6 +31,7 @@ from tfrecord_pipelines.components.evaluator import (
     batched_metrics,
     evaluation_files,
     label_classes,
+    ui_metrics,
 )
 from tfrecord_pipelines.components.evaluator.predictions import (
     ModelScorer,
@@ -103,12 +104,10 @@ class Executor(tfx_executor.Executor):
                 standard_component_specs.EVAL_CONFIG_KEY: proto_utils.proto_to_json(config),
             }
         self._evaluate(input_dict, output_dict, exec_properties)
+        evaluation_uri = artifact_utils.get_single_uri(output_dict[constants.EVALUATION_KEY])
         if classes:
-            label_classes.write(
-                artifact_utils.get_single_uri(output_dict[constants.EVALUATION_KEY]),
-                classes,
-                positive,
-            )
+            label_classes.write(evaluation_uri, classes, positive)
+        ui_metrics.publish(evaluation_uri, output_dict, _verdict(output_dict))
 
     def _evaluate(self, input_dict, output_dict, exec_properties) -> None:
         if not exec_properties.get(standard_component_specs.EVAL_CONFIG_KEY):
@@ -151,6 +150,16 @@ class Executor(tfx_executor.Executor):
             return None
         write_blessing(input_dict, output_dict, exec_properties, validation.validation_ok)
         return None
+
+
+def _verdict(output_dict) -> bool | None:
+    """Whether the blessing blessed the model; None when no threshold was configured."""
+    blessing = artifact_utils.get_single_instance(
+        output_dict[standard_component_specs.BLESSING_KEY]
+    )
+    if not blessing.has_custom_property(constants.ARTIFACT_PROPERTY_BLESSED_KEY):
+        return None
+    return blessing.get_int_custom_property(constants.ARTIFACT_PROPERTY_BLESSED_KEY) == 1
 
 
 def _split_files(examples: list, splits: list[str] | None) -> list[str]:

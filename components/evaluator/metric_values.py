@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tensorflow_model_analysis as tfma
 
-from tfrecord_pipelines.components.evaluator.intervals import class_metrics
+from tfrecord_pipelines.components.evaluator.intervals import COUNTS, class_metrics
 
 # The role of a candidate-minus-baseline value beside tfma's candidate and baseline keys.
 CHANGE = "change"
@@ -80,3 +80,9 @@ def candidate_values(metrics: dict) -> dict[str, float]:
 def overall_metric_values(uri: str) -> dict[str, dict[str, float]]:
     """Each metric on the whole eval split, by role: candidate, baseline and change."""
     return by_slice(uri).get(None, {})
+
+
+def is_shown_metric(name: str) -> bool:
+    """Metrics a person reads; the row count is shown apart, the confusion counts only feed
+    the intervals."""
+    return name != EXAMPLE_COUNT and name.split(" ")[0] not in COUNTS

@@ -21,6 +21,7 @@ from tfx.proto import example_gen_pb2
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 
+from tfrecord_pipelines.components import ui_artifacts
 from tfrecord_pipelines.components.data_source import FORMATS as SOURCE_FORMATS
 from tfrecord_pipelines.components.data_source import DataSource
 from tfrecord_pipelines.components.example_gen.executor import Executor
@@ -44,6 +45,7 @@ from tfrecord_pipelines.components.example_gen.keys import (
     SPARK_CONF_KEY,
     SPARK_MASTER_KEY,
     STATISTICS_KEY,
+    SUMMARY_KEY,
     TARGET_SHARD_BYTES_KEY,
 )
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
@@ -113,6 +115,7 @@ class ShardedExampleGenSpec(standard_component_specs.FileBasedExampleGenSpec):
         **standard_component_specs.FileBasedExampleGenSpec.OUTPUTS,
         QUARANTINE_KEY: ChannelParameter(type=Quarantine),
         STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics),
+        SUMMARY_KEY: ChannelParameter(type=ui_artifacts.Markdown),
     }
 
 
@@ -251,5 +254,6 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             examples=types.Channel(type=standard_artifacts.Examples),
             quarantine=types.Channel(type=Quarantine),
             statistics=types.Channel(type=standard_artifacts.ExampleStatistics),
+            summary=types.Channel(type=ui_artifacts.Markdown),
         )
         super().__init__(spec=spec)

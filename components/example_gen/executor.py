@@ -18,8 +18,9 @@ from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils, proto_utils
 
+from tfrecord_pipelines.components import ui_artifacts
 from tfrecord_pipelines.components.data_source import IMAGES
-from tfrecord_pipelines.components.example_gen import keys, statistics
+from tfrecord_pipelines.components.example_gen import keys, statistics, summary_page
 from tfrecord_pipelines.components.example_gen.beam.shards import (
     SpillRecords,
     WriteShardedTFRecords,
@@ -381,6 +382,11 @@ class Executor(BaseExampleGenExecutor):
         examples.set_int_custom_property("records_written", written)
         examples.set_int_custom_property("quarantined_count", summary.count)
         quarantine.set_int_custom_property("count", summary.count)
+        if output_dict.get(keys.SUMMARY_KEY):
+            ui_artifacts.write_text(
+                artifact_utils.get_single_instance(output_dict[keys.SUMMARY_KEY]),
+                summary_page.render(report, statistics_paths),
+            )
 
         for name, outcome in outcomes.items():
             if outcome["records"] == 0:

@@ -10,6 +10,8 @@ LABEL_KEY = "label_key"
 SCHEMA_KEY = "schema"
 QUARANTINE_KEY = "quarantine"
 STATISTICS_KEY = "statistics"
+# The page KFP's UI shows (system.Markdown): shards, quarantine, feature statistics.
+SUMMARY_KEY = "summary"
 CODE_VERSION_KEY = "code_version"
 BLOCK_BYTES_KEY = "block_bytes"
 ENCODING_KEY = "encoding"

@@ -78,9 +78,11 @@ def _per_class_auc(num_classes: int | None, min_auc: float | None) -> list[tfma.
     if num_classes == 2:
         # Class id 1 until the Evaluator reads the model's label vocabulary: it
         # then binarizes the positive class's id (components/evaluator/label_classes.py).
+        # The positive class's confusion matrix at each threshold: the ROC curve that
+        # Kubeflow Pipelines' UI draws (components/evaluator/ui_metrics.py).
         return [
             tfma.MetricsSpec(
-                metrics=[auc],
+                metrics=[auc, tfma.MetricConfig(class_name="ConfusionMatrixPlot")],
                 binarize=tfma.BinarizationOptions(class_ids={"values": [POSITIVE_CLASS_ID]}),
             )
         ]

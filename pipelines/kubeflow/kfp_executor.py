@@ -48,6 +48,8 @@ _INPUT_BASE_KEY = "input_base"
 # The output the KFP driver adds when it publishes logs (driver provisionOutputs);
 # it is typed system.Artifact, which TFX cannot import.
 _LAUNCHER_LOG_OUTPUT = "executor-logs"
+# The custom property TFX's Kubeflow V2 runner gives every output artifact.
+_TFX_VERSION = "tfx_version"
 
 
 def _type_title(type_schema: pipeline_spec_pb2.ArtifactTypeSchema) -> str:
@@ -164,9 +166,24 @@ def restore_remote_uris(
 
 def project_artifact_class_paths() -> dict[str, str]:
     """Schema title -> class path of this project's custom artifact types."""
+    from tfrecord_pipelines.components import ui_artifacts
     from tfrecord_pipelines.components.example_gen.component import Quarantine
 
-    return {Quarantine.TYPE_NAME: f"{Quarantine.__module__}.{Quarantine.__qualname__}"}
+    return {
+        kind.TYPE_NAME: f"{kind.__module__}.{kind.__qualname__}"
+        for kind in (Quarantine, *ui_artifacts.UI_TYPES)
+    }
+
+
+def drop_tfx_version_from_ui_outputs(
+    executor_output: pipeline_spec_pb2.ExecutorOutput, ui_output_names: set[str]
+) -> None:
+    """Removes TFX's ``tfx_version`` from the metadata of outputs that KFP's UI draws, in place:
+    the UI shows every custom property of a system.Metrics as a metric."""
+    for name in ui_output_names:
+        for artifact in executor_output.artifacts[name].artifacts:
+            if _TFX_VERSION in artifact.metadata.fields:
+                del artifact.metadata.fields[_TFX_VERSION]
 
 
 def _make_local_output_dirs(executor_input: pipeline_spec_pb2.ExecutorInput) -> None:
@@ -301,12 +318,23 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
     )
     kubeflow_v2_run_executor.main((repaired_args, beam_args))
 
-    if local_to_remote:
+    ui_class_paths = {
+        path
+        for title, path in project_artifact_class_paths().items()
+        if title.startswith("system.")
+    }
+    ui_outputs = {
+        name
+        for name, artifact in _artifacts(executor_input.outputs.artifacts)
+        if _type_title(artifact.type) in ui_class_paths
+    }
+    if local_to_remote or ui_outputs:
         output_file = executor_input.outputs.output_file
         executor_output = pipeline_spec_pb2.ExecutorOutput()
         with fileio.open(output_file, "r") as f:
             json_format.Parse(f.read(), executor_output, ignore_unknown_fields=True)
         restore_remote_uris(executor_output, local_to_remote)
+        drop_tfx_version_from_ui_outputs(executor_output, ui_outputs)
         with fileio.open(output_file, "w") as f:
             f.write(json_format.MessageToJson(executor_output))
 

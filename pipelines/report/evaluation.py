@@ -15,12 +15,13 @@ import re
 import tensorflow_model_analysis as tfma
 
 from tfrecord_pipelines.components.evaluator import label_classes
-from tfrecord_pipelines.components.evaluator.intervals import COUNTS, metric_intervals
+from tfrecord_pipelines.components.evaluator.intervals import metric_intervals
 from tfrecord_pipelines.components.evaluator.metric_values import (
     CHANGE,
     EXAMPLE_COUNT,
     by_slice,
     candidate_values,
+    is_shown_metric,
 )
 
 
@@ -107,12 +108,6 @@ def read_label_classes(uri: str) -> LabelClasses | None:
     """The class names the Evaluator wrote beside its evaluation, if it did."""
     found = label_classes.read(uri)
     return LabelClasses(tuple(found[0]), found[1]) if found else None
-
-
-def is_shown_metric(name: str) -> bool:
-    """Metrics a person reads; the row count is shown apart, the confusion counts only feed
-    the intervals."""
-    return name != EXAMPLE_COUNT and name.split(" ")[0] not in COUNTS
 
 
 def _snake_case(class_name: str) -> str:

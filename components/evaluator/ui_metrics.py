@@ -1,0 +1,178 @@
+"""What the Evaluator shows in Kubeflow Pipelines' UI: its metrics, confusion matrix, ROC curve
+and a summary page, from the evaluation it wrote in TFMA's format.
+
+- ``metrics`` (system.Metrics): each metric on the whole eval split, its 95%
+  interval's ends (``components.evaluator.intervals``) and the eval rows.
+- ``classification_metrics`` (system.ClassificationMetrics): the candidate's
+  confusion matrix with the label's class names, and for two classes the ROC
+  curve of the positive class (TFMA's ConfusionMatrixPlot). Regression
+  models leave it empty, which the UI does not draw.
+- ``summary`` (system.Markdown): the verdict, the metrics table and the
+  thresholds that failed.
+"""
+
+from __future__ import annotations
+
+import tensorflow_model_analysis as tfma
+
+from tfrecord_pipelines.components import ui_artifacts
+from tfrecord_pipelines.components.evaluator import label_classes
+from tfrecord_pipelines.components.evaluator.intervals import metric_intervals
+from tfrecord_pipelines.components.evaluator.metric_values import (
+    CONFUSION_MATRIX,
+    EXAMPLE_COUNT,
+    candidate_values,
+    is_shown_metric,
+    overall_metric_values,
+)
+
+METRICS_KEY = "metrics"
+CLASSIFICATION_METRICS_KEY = "classification_metrics"
+SUMMARY_KEY = "summary"
+EVAL_ROWS = "eval rows"
+
+
+def _is_candidate(key) -> bool:
+    return (key.model_name or tfma.CANDIDATE_KEY) == tfma.CANDIDATE_KEY
+
+
+def _overall_plots(evaluation_uri: str) -> list:
+    """The candidate's plots on the whole eval split (key, value) pairs."""
+    return [
+        kv
+        for plots in tfma.load_plots(evaluation_uri)
+        if not plots.slice_key.single_slice_keys
+        for kv in plots.plot_keys_and_values
+        if _is_candidate(kv.key)
+    ]
+
+
+def _confusion_cells(plots: list) -> dict[tuple[int, int], float]:
+    """(actual class id, predicted class id) → rows, from TFMA's multi-class confusion matrix."""
+    cells: dict[tuple[int, int], float] = {}
+    for kv in plots:
+        matrices = kv.value.multi_class_confusion_matrix_at_thresholds.matrices
+        if kv.key.name == CONFUSION_MATRIX and matrices:
+            for entry in matrices[0].entries:
+                pair = (entry.actual_class_id, entry.predicted_class_id)
+                cells[pair] = cells.get(pair, 0.0) + entry.num_weighted_examples
+    return cells
+
+
+def _roc_points(plots: list) -> list:
+    """TFMA's ConfusionMatrixPlot of the binarized positive class: one matrix per threshold."""
+    for kv in plots:
+        # TFMA writes this plot under an empty name: it is told apart by its value.
+        if kv.value.confusion_matrix_at_thresholds.matrices:
+            return list(kv.value.confusion_matrix_at_thresholds.matrices)
+    return []
+
+
+def _class_name(classes: list[str] | None, class_id: int) -> str:
+    return classes[class_id] if classes and 0 <= class_id < len(classes) else str(class_id)
+
+
+def _display(name: str, classes: list[str] | None) -> str:
+    """``auc (class 1)`` → ``auc (Chinstrap)`` when the label's classes are known."""
+    if not classes or "(class " not in name:
+        return name
+    head, _, tail = name.rpartition("(class ")
+    class_id = tail.rstrip(")")
+    return f"{head}({_class_name(classes, int(class_id))})" if class_id.isdigit() else name
+
+
+def _markdown(
+    values: dict[str, float],
+    intervals: dict,
+    classes: list[str] | None,
+    blessed: bool | None,
+    failures: list[str],
+) -> str:
+    verdict = {True: "blessed", False: "not blessed", None: "no thresholds: not judged"}[blessed]
+    rows = int(values.get(EXAMPLE_COUNT, 0))
+    lines = [
+        f"## Evaluation: {verdict}",
+        "",
+        f"The candidate model on {rows:,} eval rows; 95% intervals.",
+        "",
+        "| metric | value | 95% interval | rows behind it |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, value in sorted(values.items()):
+        if not is_shown_metric(name):
+            continue
+        interval, behind = intervals.get(name, (None, None))
+        shown = f"[{interval[0]:.4f}, {interval[1]:.4f}]" if interval else ""
+        lines.append(
+            f"| {_display(name, classes)} | {value:.4f} | {shown} | "
+            f"{'' if behind is None else f'{behind:,}'} |"
+        )
+    if failures:
+        lines += ["", "Failed thresholds:", "", *(f"- {failure}" for failure in failures)]
+    return "\n".join(lines) + "\n"
+
+
+def publish(evaluation_uri: str, output_dict: dict, blessed: bool | None) -> None:
+    """Fills the Evaluator's UI outputs (those present in output_dict) from its evaluation.
+
+    Args:
+      evaluation_uri: the evaluation folder, in TFMA's format.
+      output_dict: the executor's outputs; ``metrics``, ``classification_metrics``
+        and ``summary`` are filled when present.
+      blessed: the verdict; None when no threshold was configured.
+    """
+    values = candidate_values(overall_metric_values(evaluation_uri))
+    intervals = metric_intervals(values)
+    found = label_classes.read(evaluation_uri)
+    classes = list(found[0]) if found else None
+    if output_dict.get(METRICS_KEY):
+        [metrics] = output_dict[METRICS_KEY]
+        for name, value in sorted(values.items()):
+            if not is_shown_metric(name):
+                continue
+            shown = _display(name, classes)
+            ui_artifacts.log_metric(metrics, shown, value)
+            if name in intervals:
+                (low, high), _ = intervals[name]
+                ui_artifacts.log_metric(metrics, f"{shown} 95% low", low)
+                ui_artifacts.log_metric(metrics, f"{shown} 95% high", high)
+        if EXAMPLE_COUNT in values:
+            ui_artifacts.log_metric(metrics, EVAL_ROWS, values[EXAMPLE_COUNT])
+    plots = _overall_plots(evaluation_uri)
+    if output_dict.get(CLASSIFICATION_METRICS_KEY):
+        [classification] = output_dict[CLASSIFICATION_METRICS_KEY]
+        cells = _confusion_cells(plots)
+        ids = sorted({c for pair in cells for c in pair if c >= 0} | set(range(len(classes or []))))
+        if cells:
+            ui_artifacts.log_confusion_matrix(
+                classification,
+                [_class_name(classes, i) for i in ids],
+                [[cells.get((actual, predicted), 0.0) for predicted in ids] for actual in ids],
+            )
+        points = _roc_points(plots)
+        if points:
+            ui_artifacts.log_roc_curve(
+                classification,
+                [
+                    p.false_positives / (p.false_positives + p.true_negatives)
+                    if p.false_positives + p.true_negatives
+                    else 0.0
+                    for p in points
+                ],
+                [
+                    p.true_positives / (p.true_positives + p.false_negatives)
+                    if p.true_positives + p.false_negatives
+                    else 0.0
+                    for p in points
+                ],
+                [p.threshold for p in points],
+            )
+    if output_dict.get(SUMMARY_KEY):
+        validation = tfma.load_validation_result(evaluation_uri)
+        failures = [
+            failure.message or f"{failure.metric_key.name} failed its threshold"
+            for per_slice in validation.metric_validations_per_slice
+            for failure in per_slice.failures
+        ]
+        [summary] = output_dict[SUMMARY_KEY]
+        ui_artifacts.write_text(summary, _markdown(values, intervals, classes, blessed, failures))

@@ -1,0 +1,54 @@
+"""What Kubeflow Pipelines' UI checks in the metadata of the artifacts it draws, and what the
+KFP SDK writes: the layout the project's UI outputs are held to.
+
+The UI (frontend ``MetricsVisualizations.tsx``, kubeflow/pipelines at
+7b70c7b) draws a ``system.ClassificationMetrics`` confusion matrix when its
+``confusionMatrix`` holds ``annotationSpecs`` of ``{displayName: string}``
+and as many ``rows`` of ``{row: number[]}`` as there are annotation specs,
+each row as long; a ROC curve from ``confidenceMetrics``, a list of
+``{confidenceThreshold, recall, falsePositiveRate}``. The SDK's
+``log_confusion_matrix`` and ``log_roc_curve`` write that layout; the
+checks below compare with what the SDK writes for the same numbers.
+"""
+
+from __future__ import annotations
+
+from kfp import dsl
+
+
+def check_confusion_matrix(matrix: dict) -> tuple[list[str], list[list[float]]]:
+    """Asserts the UI's checks and the SDK's layout; returns (categories, rows)."""
+    assert set(matrix) == {"annotationSpecs", "rows"}, matrix.keys()
+    categories = [spec["displayName"] for spec in matrix["annotationSpecs"]]
+    assert all(isinstance(c, str) for c in categories)
+    rows = [row["row"] for row in matrix["rows"]]
+    assert len(rows) == len(categories) and all(len(row) == len(categories) for row in rows)
+    assert all(isinstance(n, int | float) for row in rows for n in row)
+    sdk = dsl.ClassificationMetrics()
+    sdk.log_confusion_matrix(categories, rows)
+    assert sdk.metadata["confusionMatrix"] == matrix
+    return categories, rows
+
+
+def check_roc_curve(points: list) -> list[dict]:
+    """Asserts the SDK's layout of a ROC curve and that it is one; returns the points."""
+    sdk = dsl.ClassificationMetrics()
+    sdk.log_roc_curve(
+        [p["falsePositiveRate"] for p in points],
+        [p["recall"] for p in points],
+        [p["confidenceThreshold"] for p in points],
+    )
+    assert sdk.metadata["confidenceMetrics"] == points
+    ordered = sorted(points, key=lambda p: p["confidenceThreshold"])
+    # A higher threshold never finds more positives, right or wrong.
+    for low, high in zip(ordered, ordered[1:], strict=False):
+        assert high["recall"] <= low["recall"] + 1e-9
+        assert high["falsePositiveRate"] <= low["falsePositiveRate"] + 1e-9
+    return ordered
+
+
+def area_under(points: list[dict]) -> float:
+    """The area under a ROC curve's points, by trapezoids."""
+    curve = sorted((p["falsePositiveRate"], p["recall"]) for p in points)
+    pairs = zip(curve, curve[1:], strict=False)
+    return sum((x2 - x1) * (y1 + y2) / 2 for (x1, y1), (x2, y2) in pairs)
