@@ -46,7 +46,7 @@ test: setup lint browser jvm containers  ## Lint, then run every test on both co
 	$(PYTHON) -m pytest $(PYTEST_PARALLEL)
 
 lint: setup
-	$(VENV)/bin/ruff check components pipelines tests benchmarks setup.py docs docker
+	$(VENV)/bin/ruff check components pipelines tests benchmarks setup.py docs docker examples
 	@# lint-imports reads the wheel's tree: only there is components/ inside
 	@# tfrecord_pipelines (setup.py maps the folders; grimp walks directories).
 	@# uv builds the wheel from a fresh sdist, so no stale build/ file slips in.

@@ -41,6 +41,7 @@ from kfp.local import docker_task_handler, executor_input_utils, status
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 _INVOCATION_FLAG = "--json_serialized_invocation_args"
+_EXECUTOR_INPUT_FLAG = "--executor_input"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,10 +56,13 @@ class TaskRecord:
 
 
 def _executor_input(full_command: list[str]) -> pipeline_spec_pb2.ExecutorInput:
-    """The ExecutorInput kfp.local substituted for ``{{$}}`` in the command."""
+    """The ExecutorInput kfp.local substituted for ``{{$}}`` in the command: after TFX's flag,
+    after a lightweight component's ``--executor_input``, else the last argument (the
+    project's KFP components)."""
     from google.protobuf import json_format
 
-    value = full_command[full_command.index(_INVOCATION_FLAG) + 1]
+    flags = [f for f in (_INVOCATION_FLAG, _EXECUTOR_INPUT_FLAG) if f in full_command]
+    value = full_command[full_command.index(flags[0]) + 1] if flags else full_command[-1]
     return json_format.Parse(value, pipeline_spec_pb2.ExecutorInput())
 
 

@@ -24,6 +24,8 @@ from tfrecord_pipelines.components.example_gen.spark.session import KUBERNETES_I
 IMAGE_SCHEMAS_DIR = "/app/schemas"
 # k8s/base creates this claim for pushed models.
 DEFAULT_SERVING_PVC = "tfrecord-pipelines-serving"
+# Where the repository keeps the generated KFP component specs.
+COMPONENT_SPECS_DIR = "kfp_components"
 _NONE = "none"
 
 
@@ -83,6 +85,32 @@ def add_parsers(commands) -> None:
     kfp.add_argument(
         "--insecure-skip-tls-verify", action="store_true", help="skip TLS certificate checks"
     )
+
+
+def add_components_parser(commands) -> None:
+    """Adds the ``components`` sub-command: the KFP component specs and their reference."""
+    parser = commands.add_parser(
+        "components", help="write the KFP component specs (YAML) for plain KFP pipelines"
+    )
+    parser.add_argument(
+        "--output", default=COMPONENT_SPECS_DIR, help="folder of the specs (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--image", help="the image the components run (default: the project's published image)"
+    )
+    parser.add_argument("--reference", metavar="FILE", help="also write the reference page here")
+    parser.add_argument("--verbose", action="store_true", help="show all library logs")
+
+
+def run_components(args: argparse.Namespace) -> None:
+    """Writes the component specs (and the reference page); prints where."""
+    check_writable(args.output)
+    from tfrecord_pipelines.kubeflow.reusable import definitions, specs
+
+    paths = specs.write_specs(args.output, args.image or definitions.IMAGE)
+    print(f"Wrote {len(paths)} KFP component specs to {args.output}")
+    if args.reference:
+        print(f"Wrote their reference to {specs.write_reference(args.reference)}")
 
 
 def add_compile_arguments(parser: argparse.ArgumentParser) -> None:

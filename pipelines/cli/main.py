@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     kubeflow_commands.add_parsers(commands)
+    kubeflow_commands.add_components_parser(commands)
     data_commands.add_parsers(commands)
     report_command.add_parser(commands)
     return parser
@@ -161,7 +162,7 @@ def _headline_metrics(metrics: dict[str, float], intervals: dict, classes=None) 
     """The overall metrics (per-class ones are in the report), each with its 95% interval,
     and the eval rows behind them. Of two classes, the positive class's AUC, precision and
     recall, named by its value, instead of macro averages."""
-    from tfrecord_pipelines.report.evaluation import is_shown_metric
+    from tfrecord_pipelines.components.evaluator.metric_values import is_shown_metric
 
     positive = classes.positive_id if classes else None
     headline = {f"{m} (class {positive})" for m in _POSITIVE_CLASS_METRICS}
@@ -438,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
             "run": _run,
             "compile": kubeflow_commands.run_compile,
             "submit": kubeflow_commands.run_submit,
+            "components": kubeflow_commands.run_components,
             "convert": data_commands.run_convert,
             "inspect": data_commands.run_inspect,
             "report": report_command.run_report,

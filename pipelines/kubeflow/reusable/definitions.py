@@ -1,0 +1,207 @@
+"""The project's components as KFP container components, with KFP's artifact types.
+
+Each runs the published image's entry point
+(``python -m tfrecord_pipelines.kubeflow.reusable.entry NAME {{$}}``), which
+runs the same TFX executor as the TFX pipeline's node of that name. This
+module imports only kfp: ``python -m tfrecord_pipelines components`` compiles
+these functions into the YAML specs under ``kfp_components/``, which
+``kfp.components.load_component_from_file`` loads where only kfp is installed.
+
+Types: examples are a ``Dataset`` (TFX's layout: ``Split-<name>/`` folders of
+TFRecord shards; ``split_names`` and ``shard_plan`` in its metadata); models a
+``Model`` (``Format-Serving/``, the SavedModel); the Evaluator's verdict is
+also ``Metrics``, ``ClassificationMetrics`` and ``Markdown``, which KFP's UI
+draws. What has no KFP type (statistics, schema, transform graph, blessing) is
+an ``Artifact`` in TFX's layout.
+"""
+
+from kfp import dsl
+from kfp.dsl import (
+    Artifact,
+    ClassificationMetrics,
+    Dataset,
+    Input,
+    Markdown,
+    Metrics,
+    Model,
+    Output,
+)
+
+# The image every component runs (``make image``); a generated spec may name another.
+IMAGE = "ghcr.io/tfrecord-pipelines/tfrecord-pipelines:0.1.0"
+ENTRY = ["python", "-m", "tfrecord_pipelines.kubeflow.reusable.entry"]
+# KFP substitutes the task's ExecutorInput (JSON) for this placeholder.
+EXECUTOR_INPUT = "{{$}}"
+
+
+def _container(name: str) -> dsl.ContainerSpec:
+    return dsl.ContainerSpec(image=IMAGE, command=ENTRY, args=[name, EXECUTOR_INPUT])
+
+
+@dsl.container_component
+def sharded_example_gen(
+    input_base: str,
+    examples: Output[Dataset],
+    statistics: Output[Artifact],
+    quarantine: Output[Dataset],
+    summary: Output[Markdown],
+    label: str = "",
+    source_format: str = "",
+    num_readers: int = 10,
+):
+    """Converts a folder of CSV, Parquet or images into sharded TFRecords of tf.Examples, with
+    their statistics, in one pass.
+
+    Args:
+      input_base: the data folder (gs://, s3:// or a path the task can read).
+      examples: train and eval splits of gzipped TFRecord shards.
+      statistics: TFDV's statistics of each split (FeatureStats.pb).
+      quarantine: the rows that could not be converted, with their reasons.
+      summary: the shards, the quarantine and each feature's statistics (Markdown).
+      label: tabular data: the column to predict (rows without it are quarantined);
+        images: the label feature's name (default ``label``).
+      source_format: csv, parquet or images; empty: found from the files.
+      num_readers: workers expected to read the shards in parallel; each split
+        gets at least as many shards, data allowing.
+    """
+    return _container("sharded_example_gen")
+
+
+@dsl.container_component
+def schema_gen(statistics: Input[Artifact], schema: Output[Artifact]):
+    """Infers a schema from ExampleGen's statistics (TFX's SchemaGen).
+
+    Args:
+      statistics: ShardedExampleGen's statistics.
+      schema: schema.pbtxt, a TensorFlow Metadata Schema.
+    """
+    return _container("schema_gen")
+
+
+@dsl.container_component
+def example_validator(
+    statistics: Input[Artifact], schema: Input[Artifact], anomalies: Output[Artifact]
+):
+    """Checks each split's statistics against the schema (TFX's ExampleValidator).
+
+    Args:
+      statistics: ShardedExampleGen's statistics.
+      schema: the schema to hold the data to, inferred or written by hand.
+      anomalies: each split's anomalies (SchemaDiff.pb); the task fails on none.
+    """
+    return _container("example_validator")
+
+
+@dsl.container_component
+def transform(
+    examples: Input[Dataset],
+    schema: Input[Artifact],
+    label: str,
+    transform_graph: Output[Artifact],
+    problem: str = "classification",
+    statistics: Input[Artifact] = None,
+):
+    """Analyzes the train split with tf.Transform: z-scores and vocabularies, as a graph the
+    Trainer runs in its input pipeline and the model serves with.
+
+    Args:
+      examples: the examples (a Dataset of Split-train/ and Split-eval/ shards).
+      schema: their schema.
+      label: the feature to predict.
+      transform_graph: tf.Transform's output: transform_fn/ and transformed_metadata/.
+      problem: classification or regression.
+      statistics: ExampleGen's statistics; when given, means, variances and
+        vocabularies come from them and no record is read.
+    """
+    return _container("transform")
+
+
+@dsl.container_component
+def trainer(
+    examples: Input[Dataset],
+    schema: Input[Artifact],
+    transform_graph: Input[Artifact],
+    label: str,
+    model: Output[Model],
+    model_run: Output[Artifact],
+    problem: str = "classification",
+    train_steps: int = 0,
+):
+    """Trains the built-in model on the shards: parallel reads, whole-batch parsing, the
+    Transform graph in the input pipeline, cache and prefetch.
+
+    Args:
+      examples: raw examples (Split-train/ and Split-eval/ TFRecord shards).
+      schema: their schema.
+      transform_graph: Transform's graph.
+      label: the feature to predict.
+      model: the SavedModel (Format-Serving/), serving tf.Examples.
+      model_run: TensorBoard logs and the input stall report.
+      problem: classification or regression.
+      train_steps: training steps; 0: planned from the data's size.
+    """
+    return _container("trainer")
+
+
+@dsl.container_component
+def evaluator(
+    examples: Input[Dataset],
+    model: Input[Model],
+    label: str,
+    evaluation: Output[Artifact],
+    blessing: Output[Artifact],
+    metrics: Output[Metrics],
+    classification_metrics: Output[ClassificationMetrics],
+    summary: Output[Markdown],
+    problem: str = "classification",
+    min_accuracy: float = 0.0,
+    positive_class: str = "",
+):
+    """Evaluates the model on the eval split, with 95% intervals, and blesses it or not.
+
+    Args:
+      examples: the examples; the eval split is read.
+      model: the Trainer's model.
+      label: the feature the model predicts.
+      evaluation: TFMA's evaluation files.
+      blessing: BLESSED or NOT_BLESSED, for the Pusher.
+      metrics: each metric, its 95% interval and the eval rows (drawn by KFP's UI).
+      classification_metrics: the confusion matrix; for two classes, the ROC curve.
+      summary: the verdict and the metrics table (Markdown).
+      problem: classification or regression.
+      min_accuracy: the accuracy a model needs to be blessed (classification).
+      positive_class: two classes: the label value whose ROC curve and AUC are reported.
+    """
+    return _container("evaluator")
+
+
+@dsl.container_component
+def pusher(
+    model: Input[Model],
+    model_blessing: Input[Artifact],
+    serving_dir: str,
+    pushed_model: Output[Model],
+):
+    """Copies a blessed model into the next numbered version folder of ``serving_dir``.
+
+    Args:
+      model: the Trainer's model.
+      model_blessing: the Evaluator's blessing; a model not blessed is not pushed.
+      serving_dir: the serving folder (gs://, s3:// or a mounted volume).
+      pushed_model: the push record; its metadata names the version folder.
+    """
+    return _container("pusher")
+
+
+COMPONENTS = {
+    c.name.replace("-", "_"): c
+    for c in (
+        sharded_example_gen,
+        schema_gen,
+        example_validator,
+        transform,
+        trainer,
+        evaluator,
+        pusher,
+    )
+}

@@ -1,0 +1,155 @@
+"""Container entry point of the KFP components (``definitions``): one TFX executor per task.
+
+``python -m tfrecord_pipelines.kubeflow.reusable.entry NAME EXECUTOR_INPUT`` builds
+the TFX component NAME runs (``adapters``) from the task's parameters, retypes
+the task's KFP artifacts (``system.Dataset``, ``system.Model``, ...) as that
+component's TFX types, hands its exec properties over as parameters, and runs
+the executor through the same entry point as the compiled TFX pipeline's tasks
+(``kubeflow.kfp_executor``: launcher paths, ExampleGen's driver, TFX's
+Kubeflow V2 executor runner). TFX writes the executor output; its artifacts'
+metadata (split names, shard plan, metrics) is what the launcher records.
+
+Examples (or statistics) written by someone else need no metadata: their split
+names are read from their ``Split-<name>`` folders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from google.protobuf import json_format, struct_pb2
+from kfp.pipeline_spec import pipeline_spec_pb2
+
+_SPLIT_PREFIX = "Split-"
+_SPLIT_NAMES = "split_names"
+
+
+def _parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    from tfrecord_pipelines.kubeflow.reusable.definitions import COMPONENTS
+
+    parser = argparse.ArgumentParser(prog="python -m tfrecord_pipelines.kubeflow.reusable.entry")
+    parser.add_argument("component", choices=sorted(COMPONENTS))
+    parser.add_argument("executor_input", help="the task's ExecutorInput as JSON (KFP's {{$}})")
+    return parser.parse_args(argv)
+
+
+def _local_path(uri: str) -> str:
+    from tfrecord_pipelines.kubeflow.kfp_executor import LAUNCHER_LOCAL_MOUNTS
+
+    for remote, local in LAUNCHER_LOCAL_MOUNTS.items():
+        if uri.startswith(remote):
+            return local + uri[len(remote) :]
+    return uri
+
+
+def _split_names(uri: str) -> str:
+    """TFX's split_names property of examples laid out in ``Split-<name>`` folders."""
+    from tfx.dsl.io import fileio
+
+    path = _local_path(uri)
+    names = sorted(
+        entry.rstrip("/")[len(_SPLIT_PREFIX) :]
+        for entry in (fileio.listdir(path) if fileio.isdir(path) else [])
+        if entry.startswith(_SPLIT_PREFIX)
+    )
+    if not names:
+        raise ValueError(
+            f"{uri} holds no Split-<name> folder: examples are TFRecord shards in "
+            "Split-train/ and Split-eval/ (TFX's layout)."
+        )
+    return json.dumps(names)
+
+
+def _class_path(artifact_type) -> str:
+    return f"{artifact_type.__module__}.{artifact_type.__qualname__}"
+
+
+def _parameter(value) -> tuple[struct_pb2.Value, int]:
+    """An exec property as a parameter value, and its KFP parameter type."""
+    types = pipeline_spec_pb2.ParameterType
+    if isinstance(value, bool):
+        return struct_pb2.Value(bool_value=value), types.BOOLEAN
+    if isinstance(value, int):
+        return struct_pb2.Value(number_value=value), types.NUMBER_INTEGER
+    if isinstance(value, float):
+        return struct_pb2.Value(number_value=value), types.NUMBER_DOUBLE
+    return struct_pb2.Value(string_value=str(value)), types.STRING
+
+
+def tfx_executor_input(
+    component, executor_input: pipeline_spec_pb2.ExecutorInput
+) -> tuple[pipeline_spec_pb2.ExecutorInput, pipeline_spec_pb2.ComponentInputsSpec]:
+    """The ExecutorInput TFX's Kubeflow V2 runner expects for ``component``, and its inputs spec.
+
+    Artifacts keep their names, URIs and metadata and get the TFX component's
+    types; the parameters become its exec properties.
+    """
+    translated = pipeline_spec_pb2.ExecutorInput()
+    translated.CopyFrom(executor_input)
+    inputs_spec = pipeline_spec_pb2.ComponentInputsSpec()
+    translated.inputs.ClearField("parameter_values")
+    for name, value in component.exec_properties.items():
+        if value is None:
+            continue
+        translated.inputs.parameter_values[name].CopyFrom(_parameter(value)[0])
+        inputs_spec.parameters[name].parameter_type = _parameter(value)[1]
+    for folder, channels in (
+        (translated.inputs.artifacts, component.spec.INPUTS),
+        (translated.outputs.artifacts, component.spec.OUTPUTS),
+    ):
+        for name, artifact_list in folder.items():
+            artifact_type = channels[name].type
+            for artifact in artifact_list.artifacts:
+                artifact.type.Clear()
+                artifact.type.schema_title = _class_path(artifact_type)
+                if (
+                    folder is translated.inputs.artifacts
+                    and _SPLIT_NAMES in (artifact_type.PROPERTIES or {})
+                    and _SPLIT_NAMES not in artifact.metadata.fields
+                ):
+                    artifact.metadata[_SPLIT_NAMES] = _split_names(artifact.uri)
+            inputs_spec.artifacts[name].artifact_type.schema_title = _class_path(artifact_type)
+    return translated, inputs_spec
+
+
+def _parameters(executor_input: pipeline_spec_pb2.ExecutorInput) -> dict:
+    return {
+        name: getattr(value, value.WhichOneof("kind"))
+        for name, value in executor_input.inputs.parameter_values.items()
+    }
+
+
+def run(component_name: str, executor_input_json: str) -> None:
+    """Runs the TFX executor behind KFP component ``component_name`` on the task's input."""
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TFX 1.16 needs Keras 2.
+    from tfrecord_pipelines.kubeflow import kfp_executor
+    from tfrecord_pipelines.kubeflow.reusable.adapters import BUILDERS
+
+    executor_input = json_format.Parse(
+        executor_input_json, pipeline_spec_pb2.ExecutorInput(), ignore_unknown_fields=True
+    )
+    component = BUILDERS[component_name](
+        _parameters(executor_input), set(executor_input.inputs.artifacts)
+    )
+    translated, inputs_spec = tfx_executor_input(component, executor_input)
+    executor_class = component.executor_spec.executor_class
+    args = argparse.Namespace(
+        executor_class_path=_class_path(executor_class),
+        json_serialized_invocation_args=json_format.MessageToJson(translated),
+        json_serialized_inputs_spec_args=json_format.MessageToJson(inputs_spec),
+    )
+    kfp_executor.run((args, []))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Checks the arguments, then runs the component (``python -m`` passes sys.argv)."""
+    args = _parse_args(list(sys.argv[1:] if argv is None else argv))
+    run(args.component, args.executor_input)
+
+
+if __name__ == "__main__":
+    main()

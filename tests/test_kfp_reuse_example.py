@@ -1,0 +1,134 @@
+"""A plain KFP pipeline (examples/kfp_reuse) that mixes the project's KFP components with a
+user's own component, run in the component image by kfp.local.
+
+kfp.local's DockerRunner runs each task's command in the image its spec names
+(the cpu image, built from docker/Dockerfile), the pipeline root mounted at
+its own path; ``kfp_local_runs`` hands upstream artifacts over untyped, as
+the open-source backend's driver does.
+"""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import yaml
+from kfp_local_runs import run_compiled_pipeline
+
+from component_image import chown_for_the_image
+from conftest import REPO_ROOT
+from example_data import read_split
+from kfp_ui_layout import check_confusion_matrix
+
+SPECS = REPO_ROOT / "kfp_components"
+EXAMPLE = REPO_ROOT / "examples" / "kfp_reuse" / "pipeline.py"
+pytestmark = [pytest.mark.e2e, pytest.mark.image]
+
+# The example's tasks: every component but the ExampleValidator, and the user's own.
+TASKS = {
+    "comp-sharded-example-gen",
+    "comp-schema-gen",
+    "comp-count-records",
+    "comp-transform",
+    "comp-trainer",
+    "comp-evaluator",
+    "comp-pusher",
+}
+
+
+def _example_module():
+    spec = importlib.util.spec_from_file_location("kfp_reuse_pipeline", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _output(record, name: str) -> tuple[Path, dict]:
+    from google.protobuf import json_format
+    from kfp.pipeline_spec import pipeline_spec_pb2
+
+    output = json_format.Parse(record.executor_output_text, pipeline_spec_pb2.ExecutorOutput())
+    [artifact] = output.artifacts[name].artifacts
+    return Path(artifact.uri), json_format.MessageToDict(artifact.metadata)
+
+
+@pytest.fixture(scope="module")
+def reuse_run(tmp_path_factory, component_image, docker_api):
+    """examples/kfp_reuse compiled with kfp's compiler and run by kfp.local in the image."""
+    module = _example_module()
+    assert module.IMAGE == component_image
+    root = tmp_path_factory.mktemp("kfp_reuse") / "pipeline_root"
+    data = root / "data" / "penguins"
+    data.mkdir(parents=True)
+    (data / "penguins.csv").write_text(
+        (REPO_ROOT / "data" / "penguins" / "penguins.csv").read_text()
+    )
+    package = root.parent / "kfp_reuse.yaml"
+    from kfp import compiler
+
+    compiler.Compiler().compile(module.build(SPECS), str(package))
+    chown_for_the_image(root)
+    arguments = {
+        "data": str(data),
+        "label": "species",
+        "serving_dir": str(root / "serving"),
+        "train_steps": 200,
+    }
+    records = run_compiled_pipeline(package, root, arguments)
+    return yaml.safe_load(package.read_text()), records, root
+
+
+def test_every_task_ran_its_own_components_image(reuse_run, component_image):
+    spec, records, _ = reuse_run
+    assert set(records) == TASKS
+    for name, record in records.items():
+        assert record.returncode == 0, (name, record.logs[-2000:])
+    images = {e["container"]["image"] for e in spec["deploymentSpec"]["executors"].values()}
+    assert images == {component_image}
+
+
+def test_the_users_component_reads_our_shards_with_make_dataset(reuse_run):
+    _, records, _ = reuse_run
+    _, examples = _output(records["comp-sharded-example-gen"], "examples")
+    assert json.loads(examples["split_names"]) == ["train", "eval"]
+    plan = json.loads(examples["shard_plan"])
+    _, counts = _output(records["comp-count-records"], "counts")
+    for split in ("train", "eval"):
+        assert counts[f"{split} records"] == plan["splits"][split]["records"] > 0
+    output = json.loads(records["comp-count-records"].executor_output_text)
+    assert output["parameterValues"]["Output"] == plan["splits"]["train"]["records"]
+    page, _ = _output(records["comp-sharded-example-gen"], "summary")
+    assert page.read_text().startswith(f"## Examples: {plan['records_written']:,} records in ")
+
+
+def test_the_evaluator_outputs_what_kfps_ui_draws(reuse_run):
+    _, records, _ = reuse_run
+    _, metrics = _output(records["comp-evaluator"], "metrics")
+    assert "tfx_version" not in metrics
+    assert metrics["sparse_categorical_accuracy 95% low"] <= metrics["sparse_categorical_accuracy"]
+    _, classification = _output(records["comp-evaluator"], "classification_metrics")
+    categories, counts = check_confusion_matrix(classification["confusionMatrix"])
+    assert sorted(categories) == ["Adelie", "Chinstrap", "Gentoo"]
+    assert sum(map(sum, counts)) == metrics["eval rows"]
+    summary, _ = _output(records["comp-evaluator"], "summary")
+    assert summary.read_text().startswith("## Evaluation: blessed")
+
+
+def test_the_pushed_model_serves_the_eval_split(reuse_run):
+    _, records, root = reuse_run
+    _, pushed = _output(records["comp-pusher"], "pushed_model")
+    assert pushed["pushed"] == 1
+    destination = Path(pushed["pushed_destination"])
+    assert destination.parent == root / "serving"
+    examples, _ = _output(records["comp-sharded-example-gen"], "examples")
+    rows = read_split(examples / "Split-eval")
+    serve = tf.saved_model.load(str(destination)).signatures["serving_default"]
+    (probabilities,) = serve(examples=tf.constant([r.SerializeToString() for r in rows])).values()
+    assert probabilities.shape == (len(rows), 3)
+    np.testing.assert_allclose(tf.reduce_sum(probabilities, axis=1), 1.0, rtol=1e-5)
+    vocabulary = (destination / "assets" / "species_vocab").read_text().split()
+    labels = [r.features.feature["species"].bytes_list.value[0].decode() for r in rows]
+    predicted = [vocabulary[i] for i in np.argmax(probabilities, axis=1)]
+    assert np.mean([p == a for p, a in zip(predicted, labels, strict=True)]) >= 0.9
