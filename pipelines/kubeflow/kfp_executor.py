@@ -164,15 +164,17 @@ def restore_remote_uris(
         artifact.uri = local_to_remote.get(artifact.uri, artifact.uri)
 
 
+def class_path(kind: type) -> str:
+    """The import path of a class, as TFX's entry point reads a schema title it does not know."""
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
 def project_artifact_class_paths() -> dict[str, str]:
     """Schema title -> class path of this project's custom artifact types."""
     from tfrecord_pipelines.components import ui_artifacts
     from tfrecord_pipelines.components.example_gen.component import Quarantine
 
-    return {
-        kind.TYPE_NAME: f"{kind.__module__}.{kind.__qualname__}"
-        for kind in (Quarantine, *ui_artifacts.UI_TYPES)
-    }
+    return {kind.TYPE_NAME: class_path(kind) for kind in (Quarantine, *ui_artifacts.UI_TYPES)}
 
 
 def drop_tfx_version_from_ui_outputs(
@@ -318,11 +320,9 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
     )
     kubeflow_v2_run_executor.main((repaired_args, beam_args))
 
-    ui_class_paths = {
-        path
-        for title, path in project_artifact_class_paths().items()
-        if title.startswith("system.")
-    }
+    from tfrecord_pipelines.components import ui_artifacts
+
+    ui_class_paths = {class_path(kind) for kind in ui_artifacts.UI_TYPES}
     ui_outputs = {
         name
         for name, artifact in _artifacts(executor_input.outputs.artifacts)

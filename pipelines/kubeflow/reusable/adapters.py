@@ -109,7 +109,8 @@ def _trainer(parameters: Parameters, inputs: set[str]):
 def _evaluator(parameters: Parameters, inputs: set[str]):
     task = _task(parameters)
     positive = parameters.get("positive_class") or None
-    thresholds = EvaluationThresholds(min_accuracy=float(parameters.get("min_accuracy") or 0.0))
+    default = EvaluationThresholds().min_accuracy
+    thresholds = EvaluationThresholds(min_accuracy=float(parameters.get("min_accuracy", default)))
     options = EvaluationOptions(num_classes=2 if positive else None, positive_class=positive)
     return Evaluator(
         examples=Channel(type=standard_artifacts.Examples),

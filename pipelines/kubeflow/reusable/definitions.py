@@ -154,7 +154,7 @@ def evaluator(
     classification_metrics: Output[ClassificationMetrics],
     summary: Output[Markdown],
     problem: str = "classification",
-    min_accuracy: float = 0.0,
+    min_accuracy: float = 0.6,
     positive_class: str = "",
 ):
     """Evaluates the model on the eval split, with 95% intervals, and blesses it or not.
@@ -169,7 +169,7 @@ def evaluator(
       classification_metrics: the confusion matrix; for two classes, the ROC curve.
       summary: the verdict and the metrics table (Markdown).
       problem: classification or regression.
-      min_accuracy: the accuracy a model needs to be blessed (classification).
+      min_accuracy: the accuracy that blesses a model (classification; run's default).
       positive_class: two classes: the label value whose ROC curve and AUC are reported.
     """
     return _container("evaluator")

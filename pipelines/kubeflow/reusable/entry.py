@@ -64,10 +64,6 @@ def _split_names(uri: str) -> str:
     return json.dumps(names)
 
 
-def _class_path(artifact_type) -> str:
-    return f"{artifact_type.__module__}.{artifact_type.__qualname__}"
-
-
 def _parameter(value) -> tuple[struct_pb2.Value, int]:
     """An exec property as a parameter value, and its KFP parameter type."""
     types = pipeline_spec_pb2.ParameterType
@@ -88,6 +84,8 @@ def tfx_executor_input(
     Artifacts keep their names, URIs and metadata and get the TFX component's
     types; the parameters become its exec properties.
     """
+    from tfrecord_pipelines.kubeflow.kfp_executor import class_path
+
     translated = pipeline_spec_pb2.ExecutorInput()
     translated.CopyFrom(executor_input)
     inputs_spec = pipeline_spec_pb2.ComponentInputsSpec()
@@ -105,14 +103,14 @@ def tfx_executor_input(
             artifact_type = channels[name].type
             for artifact in artifact_list.artifacts:
                 artifact.type.Clear()
-                artifact.type.schema_title = _class_path(artifact_type)
+                artifact.type.schema_title = class_path(artifact_type)
                 if (
                     folder is translated.inputs.artifacts
                     and _SPLIT_NAMES in (artifact_type.PROPERTIES or {})
                     and _SPLIT_NAMES not in artifact.metadata.fields
                 ):
                     artifact.metadata[_SPLIT_NAMES] = _split_names(artifact.uri)
-            inputs_spec.artifacts[name].artifact_type.schema_title = _class_path(artifact_type)
+            inputs_spec.artifacts[name].artifact_type.schema_title = class_path(artifact_type)
     return translated, inputs_spec
 
 
@@ -127,6 +125,7 @@ def run(component_name: str, executor_input_json: str) -> None:
     """Runs the TFX executor behind KFP component ``component_name`` on the task's input."""
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TFX 1.16 needs Keras 2.
     from tfrecord_pipelines.kubeflow import kfp_executor
+    from tfrecord_pipelines.kubeflow.kfp_executor import class_path
     from tfrecord_pipelines.kubeflow.reusable.adapters import BUILDERS
 
     executor_input = json_format.Parse(
@@ -138,7 +137,7 @@ def run(component_name: str, executor_input_json: str) -> None:
     translated, inputs_spec = tfx_executor_input(component, executor_input)
     executor_class = component.executor_spec.executor_class
     args = argparse.Namespace(
-        executor_class_path=_class_path(executor_class),
+        executor_class_path=class_path(executor_class),
         json_serialized_invocation_args=json_format.MessageToJson(translated),
         json_serialized_inputs_spec_args=json_format.MessageToJson(inputs_spec),
     )
