@@ -8,6 +8,7 @@ from conftest import REPO_ROOT, run_cli
 
 SPECS = REPO_ROOT / "kfp_components"
 REFERENCE = REPO_ROOT / "docs" / "reference" / "kfp-components.md"
+EXAMPLE = REPO_ROOT / "examples" / "kfp_reuse" / "pipeline.py"
 COMPONENTS = (
     "sharded_example_gen",
     "schema_gen",
@@ -60,3 +61,12 @@ for path in sorted(pathlib.Path({str(SPECS)!r}).glob("*.yaml")):
     found = {line.split()[0]: line for line in loaded.stdout.splitlines()}
     assert sorted(found) == sorted(name.replace("_", "-") for name in COMPONENTS)
     assert "'metrics'" in found["evaluator"] and "'classification_metrics'" in found["evaluator"]
+    # The example pipeline, with its own component, compiles there too.
+    compiled = subprocess.run(
+        [str(venv / "bin" / "python"), str(EXAMPLE), "--output", str(tmp_path / "reuse.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert compiled.returncode == 0, compiled.stderr[-2000:]
+    assert "comp-count-records" in (tmp_path / "reuse.yaml").read_text()
