@@ -55,9 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     kubeflow_commands.add_parsers(commands)
-    kubeflow_commands.add_components_parser(commands)
     data_commands.add_parsers(commands)
     report_command.add_parser(commands)
+    # Last: a maintainer's and a KFP user's command, not one a run needs.
+    kubeflow_commands.add_components_parser(commands)
     return parser
 
 
