@@ -100,3 +100,8 @@ def code_version(module: str | tuple[str, ...], root: Path = _ROOT) -> str:
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())
     return f"sha256:{digest.hexdigest()[:16]}"
+
+
+def custom_config_entry(modules: str | tuple[str, ...]) -> dict:
+    """The custom_config entry that keys a component's cache on the project code it runs."""
+    return {CUSTOM_CONFIG_KEY: code_version(modules)}

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from collections.abc import Sequence
 
 import tensorflow as tf
 
@@ -71,3 +73,14 @@ def read(evaluation_dir: str) -> tuple[list[str], str | None] | None:
     with tf.io.gfile.GFile(path) as f:
         found = json.load(f)
     return found["classes"], found["positive_class"]
+
+
+_CLASS_ID = re.compile(r"\(class (\d+)\)$")
+
+
+def display_name(name: str, classes: Sequence[str]) -> str:
+    """A metric's name with its class id replaced by the class's name: ``auc (yes)``."""
+    match = _CLASS_ID.search(name)
+    if not match or int(match.group(1)) >= len(classes):
+        return name
+    return name[: match.start()] + f"({classes[int(match.group(1))]})"

@@ -62,14 +62,21 @@ def by_slice(uri: str) -> dict:
                 continue
             if (kv.key.model_name or tfma.CANDIDATE_KEY) != tfma.CANDIDATE_KEY:
                 continue
-            cells: dict[tuple[int, int], float] = {}
-            for entry in matrices[0].entries:
-                pair = (entry.actual_class_id, entry.predicted_class_id)
-                cells[pair] = cells.get(pair, 0.0) + entry.num_weighted_examples
+            cells = confusion_cells(matrices[0])
             values = found.setdefault(_slice_text(plots_for_slice.slice_key), {})
             for name, value in class_metrics(cells).items():
                 values.setdefault(name, {})[tfma.CANDIDATE_KEY] = value
     return found
+
+
+def confusion_cells(matrix) -> dict[tuple[int, int], float]:
+    """(actual class id, predicted class id) → rows, from one of TFMA's multi-class confusion
+    matrices."""
+    cells: dict[tuple[int, int], float] = {}
+    for entry in matrix.entries:
+        pair = (entry.actual_class_id, entry.predicted_class_id)
+        cells[pair] = cells.get(pair, 0.0) + entry.num_weighted_examples
+    return cells
 
 
 def candidate_values(metrics: dict) -> dict[str, float]:

@@ -22,6 +22,7 @@ from tfrecord_pipelines.components.evaluator.metric_values import (
     CONFUSION_MATRIX,
     EXAMPLE_COUNT,
     candidate_values,
+    confusion_cells,
     is_shown_metric,
     overall_metric_values,
 )
@@ -49,14 +50,11 @@ def _overall_plots(evaluation_uri: str) -> list:
 
 def _confusion_cells(plots: list) -> dict[tuple[int, int], float]:
     """(actual class id, predicted class id) → rows, from TFMA's multi-class confusion matrix."""
-    cells: dict[tuple[int, int], float] = {}
     for kv in plots:
         matrices = kv.value.multi_class_confusion_matrix_at_thresholds.matrices
         if kv.key.name == CONFUSION_MATRIX and matrices:
-            for entry in matrices[0].entries:
-                pair = (entry.actual_class_id, entry.predicted_class_id)
-                cells[pair] = cells.get(pair, 0.0) + entry.num_weighted_examples
-    return cells
+            return confusion_cells(matrices[0])
+    return {}
 
 
 def _roc_points(plots: list) -> list:
@@ -74,11 +72,12 @@ def _class_name(classes: list[str] | None, class_id: int) -> str:
 
 def _display(name: str, classes: list[str] | None) -> str:
     """``auc (class 1)`` → ``auc (Chinstrap)`` when the label's classes are known."""
-    if not classes or "(class " not in name:
-        return name
-    head, _, tail = name.rpartition("(class ")
-    class_id = tail.rstrip(")")
-    return f"{head}({_class_name(classes, int(class_id))})" if class_id.isdigit() else name
+    return label_classes.display_name(name, classes or [])
+
+
+def _share(part: float, rest: float) -> float:
+    """part / (part + rest); 0 when both are 0."""
+    return part / (part + rest) if part + rest else 0.0
 
 
 def _markdown(
@@ -153,18 +152,8 @@ def publish(evaluation_uri: str, output_dict: dict, blessed: bool | None) -> Non
         if points:
             ui_artifacts.log_roc_curve(
                 classification,
-                [
-                    p.false_positives / (p.false_positives + p.true_negatives)
-                    if p.false_positives + p.true_negatives
-                    else 0.0
-                    for p in points
-                ],
-                [
-                    p.true_positives / (p.true_positives + p.false_negatives)
-                    if p.true_positives + p.false_negatives
-                    else 0.0
-                    for p in points
-                ],
+                [_share(p.false_positives, p.true_negatives) for p in points],
+                [_share(p.true_positives, p.false_negatives) for p in points],
                 [p.threshold for p in points],
             )
     if output_dict.get(SUMMARY_KEY):

@@ -71,11 +71,6 @@ DRIFT_CHECK_ID = "DriftCheck"
 EXAMPLE_VALIDATOR_ID = "ExampleValidator"
 
 
-def _code(module: str | tuple[str, ...]) -> dict:
-    """The custom_config entry that keys a component's cache on the project code it runs."""
-    return {code_version.CUSTOM_CONFIG_KEY: code_version.code_version(module)}
-
-
 def _users(config: PipelineConfig, function: str) -> bool:
     """Whether the user's module file defines ``function`` (run_fn, preprocessing_fn)."""
     return bool(config.module_file and config.module_file.defines(function))
@@ -249,7 +244,10 @@ def create_pipeline(
         disable_analyzer_cache=not window,
         # The code version makes a changed built-in preprocessing_fn a cache
         # miss; a module file's content is in TFX's cache key already.
-        custom_config={**task_config, **_code(code_version.TRANSFORM_CODE)},
+        custom_config={
+            **task_config,
+            **code_version.custom_config_entry(code_version.TRANSFORM_CODE),
+        },
         **_user_code(config, PREPROCESSING_FN, BUILT_IN_PREPROCESSING_FN),
     ).with_id(TRANSFORM_ID)
     training = dataclasses.replace(config.training, raw_examples=not materialize)
@@ -265,7 +263,7 @@ def create_pipeline(
         custom_config={
             **task_config,
             **training.to_custom_config(),
-            **_code(code_version.TRAINER_CODE),
+            **code_version.custom_config_entry(code_version.TRAINER_CODE),
         },
         **_user_code(config, RUN_FN, BUILT_IN_RUN_FN),
     ).with_id(TRAINER_ID)
@@ -304,7 +302,7 @@ def create_pipeline(
             filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.serving_dir)
         ),
         custom_config={
-            **_code(code_version.PUSHER_CODE),
+            **code_version.custom_config_entry(code_version.PUSHER_CODE),
             **(
                 {pusher_executor.PUBLISH_KEY: pusher_executor.PUBLISH_AFTER_METADATA}
                 if publish_after_metadata

@@ -81,9 +81,6 @@ class EvaluationView:
     slices: list[SliceRow] = dataclasses.field(default_factory=list)
 
 
-_CLASS_ID = re.compile(r"\(class (\d+)\)$")
-
-
 @dataclasses.dataclass(frozen=True)
 class LabelClasses:
     """The label's class names by class id, and the positive class of two (None otherwise)."""
@@ -98,10 +95,7 @@ class LabelClasses:
 
     def display(self, name: str) -> str:
         """A metric's name with its class id replaced by the class's name: ``auc (yes)``."""
-        match = _CLASS_ID.search(name)
-        if not match or int(match.group(1)) >= len(self.names):
-            return name
-        return name[: match.start()] + f"({self.names[int(match.group(1))]})"
+        return label_classes.display_name(name, self.names)
 
 
 def read_label_classes(uri: str) -> LabelClasses | None:

@@ -35,10 +35,6 @@ from tfrecord_pipelines.definition.pipeline import BUILT_IN_PREPROCESSING_FN, BU
 Parameters = Mapping[str, Any]
 
 
-def _code(modules) -> dict:
-    return {code_version.CUSTOM_CONFIG_KEY: code_version.code_version(modules)}
-
-
 def _task(parameters: Parameters) -> Task:
     return Task(label=parameters["label"], problem=parameters.get("problem") or CLASSIFICATION)
 
@@ -84,7 +80,7 @@ def _transform(parameters: Parameters, inputs: set[str]):
         disable_analyzer_cache=True,
         custom_config={
             **_task(parameters).to_custom_config(),
-            **_code(code_version.TRANSFORM_CODE),
+            **code_version.custom_config_entry(code_version.TRANSFORM_CODE),
         },
         preprocessing_fn=BUILT_IN_PREPROCESSING_FN,
     )
@@ -100,7 +96,7 @@ def _trainer(parameters: Parameters, inputs: set[str]):
         custom_config={
             **_task(parameters).to_custom_config(),
             **TrainingOptions(raw_examples=True).to_custom_config(),
-            **_code(code_version.TRAINER_CODE),
+            **code_version.custom_config_entry(code_version.TRAINER_CODE),
         },
         run_fn=BUILT_IN_RUN_FN,
     )
@@ -131,7 +127,7 @@ def _pusher(parameters: Parameters, inputs: set[str]):
                 base_directory=parameters["serving_dir"]
             )
         ),
-        custom_config=_code(code_version.PUSHER_CODE),
+        custom_config=code_version.custom_config_entry(code_version.PUSHER_CODE),
     )
 
 

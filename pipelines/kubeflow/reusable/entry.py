@@ -93,8 +93,9 @@ def tfx_executor_input(
     for name, value in component.exec_properties.items():
         if value is None:
             continue
-        translated.inputs.parameter_values[name].CopyFrom(_parameter(value)[0])
-        inputs_spec.parameters[name].parameter_type = _parameter(value)[1]
+        parameter, parameter_type = _parameter(value)
+        translated.inputs.parameter_values[name].CopyFrom(parameter)
+        inputs_spec.parameters[name].parameter_type = parameter_type
     for folder, channels in (
         (translated.inputs.artifacts, component.spec.INPUTS),
         (translated.outputs.artifacts, component.spec.OUTPUTS),
