@@ -9,7 +9,7 @@ import re
 import jinja2
 
 from tfrecord_pipelines.components.trainer.input_stall import INPUT_BOUND_SHARE
-from tfrecord_pipelines.report.run_report import RunReport
+from tfrecord_pipelines.report.contents import RunReport
 
 REPORTS_DIR = "reports"
 

@@ -1,0 +1,235 @@
+"""What a run's report shows that its artifacts alone tell: data, quarantine, features,
+schema, training, evaluation and push.
+
+Two writers find the artifacts: the report command in the run's ML Metadata
+(``run_report``, which adds each component's state and cost, the window and the
+drift), and the pipeline's report task on Kubeflow, which takes them as inputs
+(``component``). Neither reads ML Metadata here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import TYPE_CHECKING
+
+from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.example_gen.keys import SHARD_PLAN_FILE
+from tfrecord_pipelines.components.example_gen.quarantine import (
+    QuarantineSummary,
+    summarize_quarantine,
+)
+from tfrecord_pipelines.components.trainer.training_length import (
+    TrainingLength,
+    read_training_report,
+)
+from tfrecord_pipelines.definition.pipeline import (
+    EVALUATOR_ID,
+    EXAMPLE_GEN_ID,
+    EXAMPLE_VALIDATOR_ID,
+    PUSHER_ID,
+    TRAINER_ID,
+)
+from tfrecord_pipelines.report import charts, statistics, thumbnails
+from tfrecord_pipelines.report.evaluation import EvaluationView, read_evaluation
+from tfrecord_pipelines.report.training import TrainingView, read_training
+
+if TYPE_CHECKING:
+    # Types only: their modules read ML Metadata, which the report task has not.
+    from tfrecord_pipelines.report.component_costs import ComponentCost
+    from tfrecord_pipelines.report.span_window import WindowSummary
+
+QUARANTINE_ROWS_SHOWN = 10
+_THUMBNAIL_SPLIT = "eval"
+
+
+@dataclasses.dataclass(frozen=True)
+class ComponentRow:
+    """A component in this run.
+
+    Attributes:
+      node_id: the component's id.
+      state: ``complete`` (ran), ``cached`` (reused), ``failed``, ``canceled``,
+        ``running`` or ``not run``.
+      started: when its execution was created (local time).
+      seconds: its own duration, once finished: its launch, driver to publisher
+        (local runs), else from its creation to its last update.
+      cost: its executor's wall and CPU time and records per second, when
+        it ran in a local run.
+    """
+
+    node_id: str
+    state: str
+    started: str
+    seconds: float | None
+    cost: ComponentCost | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RunReport:
+    """What the report page shows; a section is None when its component did not finish.
+
+    Attributes:
+      pipeline: the pipeline's name.
+      run_id: the run: its ML Metadata ``pipeline_run`` context (local runs), or
+        the run's folder under the pipeline root, which KFP names by the run's id.
+      written_by: what wrote the page, from what.
+      components: every component of the pipeline, in execution order (empty when
+        the page is written by a task of the run, which cannot see the others).
+      shard_plan: ShardedExampleGen's ``shard_plan.json`` (splits, shards, sizes).
+      shard_chart: each shard's size against the target, as inline SVG.
+      examples_uri: the examples artifact's folder.
+      quarantine: what ExampleGen could not convert, with the first records.
+      quarantine_uri: the quarantine's folder.
+      features: each feature's statistics per split with its anomalies.
+      dataset_anomalies: anomalies of whole splits.
+      anomaly_count: anomalous features plus dataset anomalies, over all splits.
+      schema: the schema's features in words; schema_uri its folder.
+      training: the Trainer's epochs, input stall and verdict.
+      coverage: the steps, examples and epochs of the training split the
+        model saw (None: the Trainer did not say, e.g. a module file's run_fn).
+      evaluation: the Evaluator's metrics, thresholds and baseline.
+      blessed: whether the Evaluator blessed the model.
+      baseline_model: the model compared with (the last blessed one), if any.
+      pushed_model: where the Pusher put the model, if it pushed.
+      thumbnails: image data: a few eval images per class name.
+      window: with a window of spans: its spans, their rows, which this run
+        converted, and which Transform analyzed or took from its cache.
+      drift: data in spans: the previous span and each feature's drift from it.
+      blocked_by_drift: the drifted features that kept the model from being pushed.
+      missing: a note per section that could not be shown, saying why.
+    """
+
+    pipeline: str
+    run_id: str
+    written_by: str
+    components: list[ComponentRow] = dataclasses.field(default_factory=list)
+    shard_plan: dict | None = None
+    shard_chart: str | None = None
+    examples_uri: str | None = None
+    quarantine: QuarantineSummary | None = None
+    quarantine_uri: str | None = None
+    features: list[statistics.FeatureView] = dataclasses.field(default_factory=list)
+    dataset_anomalies: list[statistics.Anomaly] = dataclasses.field(default_factory=list)
+    anomaly_count: int | None = None
+    schema: list[statistics.SchemaFeature] = dataclasses.field(default_factory=list)
+    schema_uri: str | None = None
+    training: TrainingView | None = None
+    coverage: TrainingLength | None = None
+    model_run_uri: str | None = None
+    evaluation: EvaluationView | None = None
+    evaluation_uri: str | None = None
+    blessed: bool | None = None
+    baseline_model: str | None = None
+    pushed_model: str | None = None
+    thumbnails: dict[str, list[thumbnails.Thumbnail]] = dataclasses.field(default_factory=dict)
+    window: WindowSummary | None = None
+    drift: tuple[int, dict[str, dict]] | None = None
+    blocked_by_drift: str | None = None
+    missing: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunArtifacts:
+    """Where a run's artifacts are, and what their properties say; None where the
+    run did not produce one (its component did not finish).
+
+    Attributes:
+      examples_uri: ShardedExampleGen's examples.
+      images: whether the examples are images (their eval split gets thumbnails).
+      quarantine_uri: ShardedExampleGen's quarantine.
+      statistics_uri: ShardedExampleGen's statistics.
+      anomalies_uri: ExampleValidator's anomalies.
+      schema_uri: the schema (SchemaGen's or the curated one).
+      model_run_uri: the Trainer's logs.
+      evaluation_uri: the Evaluator's evaluation.
+      blessed: whether the Evaluator blessed the model (None: it did not finish).
+      baseline_model: the model the Evaluator compared with, if any.
+      pusher_finished: whether the Pusher finished (pushing or not).
+      pushed_model: where the Pusher put the model, if it pushed.
+      blocked_by_drift: the drifted features that kept the Pusher from pushing.
+    """
+
+    examples_uri: str | None = None
+    images: bool = False
+    quarantine_uri: str | None = None
+    statistics_uri: str | None = None
+    anomalies_uri: str | None = None
+    schema_uri: str | None = None
+    model_run_uri: str | None = None
+    evaluation_uri: str | None = None
+    blessed: bool | None = None
+    baseline_model: str | None = None
+    pusher_finished: bool = False
+    pushed_model: str | None = None
+    blocked_by_drift: str | None = None
+
+
+def _read_json(path: str) -> dict | None:
+    if not filesystem.exists(path):
+        return None
+    with filesystem.open_text(path) as f:
+        return json.load(f)
+
+
+def read_sections(artifacts: RunArtifacts) -> dict:
+    """The ``RunReport`` fields that ``artifacts`` tell, ``missing`` included: a note
+    per section whose artifact the run did not produce."""
+    fields: dict = {"missing": {}}
+
+    def missing(section: str, what: str) -> None:
+        fields["missing"][section] = f"not produced by this run: {what} did not finish"
+
+    if artifacts.examples_uri is not None:
+        fields["examples_uri"] = artifacts.examples_uri
+        plan = _read_json(os.path.join(artifacts.examples_uri, SHARD_PLAN_FILE))
+        fields["shard_plan"] = plan
+        if plan:
+            fields["shard_chart"] = charts.shard_sizes(plan)
+        split_uri = os.path.join(artifacts.examples_uri, f"Split-{_THUMBNAIL_SPLIT}")
+        if artifacts.images and filesystem.isdir(split_uri):
+            fields["thumbnails"] = thumbnails.class_thumbnails(split_uri)
+    else:
+        missing("data", EXAMPLE_GEN_ID)
+    if artifacts.quarantine_uri is not None:
+        fields["quarantine_uri"] = artifacts.quarantine_uri
+        fields["quarantine"] = summarize_quarantine(artifacts.quarantine_uri, QUARANTINE_ROWS_SHOWN)
+    if artifacts.statistics_uri is not None:
+        anomalies_uri = artifacts.anomalies_uri
+        found = statistics.read_anomalies(anomalies_uri) if anomalies_uri is not None else {}
+        fields["features"] = statistics.feature_views(
+            statistics.read_statistics(artifacts.statistics_uri), found
+        )
+        fields["dataset_anomalies"] = statistics.dataset_anomalies(found)
+        if anomalies_uri is not None:
+            fields["anomaly_count"] = statistics.count_anomalies(found)
+        else:
+            missing("anomalies", EXAMPLE_VALIDATOR_ID)
+    else:
+        missing("statistics", EXAMPLE_GEN_ID)
+    if artifacts.schema_uri is not None:
+        fields["schema_uri"] = artifacts.schema_uri
+        fields["schema"] = statistics.schema_features(statistics.read_schema(artifacts.schema_uri))
+    else:
+        missing("schema", "the schema's component")
+    if artifacts.model_run_uri is not None:
+        fields["model_run_uri"] = artifacts.model_run_uri
+        fields["training"] = read_training(artifacts.model_run_uri)
+        fields["coverage"] = read_training_report(artifacts.model_run_uri)
+    else:
+        missing("training", TRAINER_ID)
+    if artifacts.evaluation_uri is not None and artifacts.blessed is not None:
+        fields["evaluation_uri"] = artifacts.evaluation_uri
+        fields["evaluation"] = read_evaluation(artifacts.evaluation_uri)
+        fields["blessed"] = artifacts.blessed
+        fields["baseline_model"] = artifacts.baseline_model
+    else:
+        missing("evaluation", EVALUATOR_ID)
+    if artifacts.pushed_model is not None:
+        fields["pushed_model"] = artifacts.pushed_model
+    elif artifacts.blocked_by_drift is not None:
+        fields["blocked_by_drift"] = artifacts.blocked_by_drift
+    elif not artifacts.pusher_finished:
+        missing("push", PUSHER_ID)
+    return fields
