@@ -8,6 +8,7 @@ the DevTools protocol and records what a page logs and requests.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 import signal
@@ -98,8 +99,41 @@ class LoadedReport:
     screenshot: Path
 
 
-def load_report(endpoint: str, report: Path) -> LoadedReport:
-    """Opens the report from disk (file://) as a user would, and reads what it shows."""
+def _shown(frame, errors: list[str], requests: list[str], screenshot: Path) -> LoadedReport:
+    """What ``frame`` (a page or a frame of one) shows, read from its DOM."""
+    return LoadedReport(
+        errors=errors,
+        requests=requests,
+        sections=frame.eval_on_selector_all("section", "nodes => nodes.map(n => n.id)"),
+        counts=dict(
+            frame.eval_on_selector_all(
+                "[data-count]", "nodes => nodes.map(n => [n.id, n.dataset.count])"
+            )
+        ),
+        reasons={
+            reason: int(text.replace(",", ""))
+            for reason, text in frame.eval_on_selector_all(
+                "[data-reason]", "nodes => nodes.map(n => [n.dataset.reason, n.textContent])"
+            )
+        },
+        anomalous=set(
+            frame.eval_on_selector_all(
+                ".feature.anomalous", "nodes => nodes.map(n => n.dataset.feature)"
+            )
+        ),
+        images=[
+            tuple(size)
+            for size in frame.eval_on_selector_all(
+                "img", "nodes => nodes.map(n => [n.naturalWidth, n.naturalHeight])"
+            )
+        ],
+        screenshot=screenshot,
+    )
+
+
+@contextlib.contextmanager
+def _watched_page(endpoint: str):
+    """A new page, with the errors it logs and the URLs it requests, frames included."""
     from playwright.sync_api import sync_playwright
 
     errors, requests = [], []
@@ -110,35 +144,38 @@ def load_report(endpoint: str, report: Path) -> LoadedReport:
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.on("request", lambda r: requests.append(r.url))
+        try:
+            yield page, errors, requests
+        finally:
+            context.close()
+
+
+def load_report(endpoint: str, report: Path) -> LoadedReport:
+    """Opens the report from disk (file://) as a user would, and reads what it shows."""
+    with _watched_page(endpoint) as (page, errors, requests):
         page.goto(report.as_uri(), wait_until="load")
-        loaded = LoadedReport(
-            errors=errors,
-            requests=requests,
-            sections=page.eval_on_selector_all("section", "nodes => nodes.map(n => n.id)"),
-            counts=dict(
-                page.eval_on_selector_all(
-                    "[data-count]", "nodes => nodes.map(n => [n.id, n.dataset.count])"
-                )
-            ),
-            reasons={
-                reason: int(text.replace(",", ""))
-                for reason, text in page.eval_on_selector_all(
-                    "[data-reason]", "nodes => nodes.map(n => [n.dataset.reason, n.textContent])"
-                )
-            },
-            anomalous=set(
-                page.eval_on_selector_all(
-                    ".feature.anomalous", "nodes => nodes.map(n => n.dataset.feature)"
-                )
-            ),
-            images=[
-                tuple(size)
-                for size in page.eval_on_selector_all(
-                    "img", "nodes => nodes.map(n => [n.naturalWidth, n.naturalHeight])"
-                )
-            ],
-            screenshot=report.with_suffix(".png"),
-        )
+        loaded = _shown(page, errors, requests, report.with_suffix(".png"))
         page.screenshot(path=str(loaded.screenshot), full_page=True)
-        context.close()
+    return loaded
+
+
+def load_as_kfp_ui_shows(endpoint: str, html: str, screenshot: Path) -> LoadedReport:
+    """Shows ``html`` as KFP's UI shows a ``system.HTML`` artifact, and reads what it shows.
+
+    The UI reads the artifact's file and sets its text as the ``srcdoc`` of an
+    iframe sandboxed with ``allow-scripts`` alone (kubeflow/pipelines at 7b70c7b,
+    frontend/src/components/viewers/HTMLViewer.tsx): an opaque origin, with the
+    page's own Content-Security-Policy.
+    """
+    with _watched_page(endpoint) as (page, errors, requests):
+        page.set_content(
+            '<iframe sandbox="allow-scripts" src="about:blank" '
+            'style="width: 100%; height: 600px; border: 0"></iframe>'
+        )
+        with page.expect_event("framenavigated", predicate=lambda f: f.url == "about:srcdoc"):
+            page.eval_on_selector("iframe", "(frame, html) => { frame.srcdoc = html; }", html)
+        [frame] = [f for f in page.frames if f.url == "about:srcdoc"]
+        frame.wait_for_load_state("load")
+        loaded = _shown(frame, errors, requests, screenshot)
+        page.screenshot(path=str(screenshot), full_page=True)
     return loaded

@@ -12,7 +12,8 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from conftest import PIPELINE_COMPONENTS, run_cli
 from tfrecord_pipelines.cli.data_service import KUBERNETES_DISPATCHER
 
-EXPECTED_TASKS = set(PIPELINE_COMPONENTS)
+# The pipeline's components, then the task that writes the run report.
+EXPECTED_TASKS = {*PIPELINE_COMPONENTS, "Reporter"}
 SPARK_ON_KUBERNETES = "k8s://https://kubernetes.default.svc:443"
 
 

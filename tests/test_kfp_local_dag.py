@@ -1,4 +1,4 @@
-"""The compiled Kubeflow pipeline, all 8 tasks, run in the component image by kfp.local.
+"""The compiled Kubeflow pipeline, all 9 tasks, run in the component image by kfp.local.
 
 kfp.local orders the tasks, builds every ExecutorInput, substitutes the
 placeholders and, with its DockerRunner, runs each task's command in the image
@@ -35,10 +35,12 @@ from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2, statistics_p
 from component_image import chown_for_the_image, podman
 from conftest import PIPELINE_COMPONENTS, REPO_ROOT, run_cli
 from kfp_ui_layout import check_confusion_matrix
+from report_browser import load_as_kfp_ui_shows
 
 pytestmark = [pytest.mark.e2e, pytest.mark.image]
 
-TASKS = PIPELINE_COMPONENTS
+# The pipeline's components, then the Reporter (the run report, for KFP's UI).
+TASKS = (*PIPELINE_COMPONENTS, "Reporter")
 # ExecutorOutput and the messages it holds, as written in kubeflow/pipelines'
 # api/v2alpha1/pipeline_spec.proto at tag 2.5.0 and at 873e9dedd766, the api
 # module backend 2.4.1's go.mod pins: field -> (number, type).
@@ -199,8 +201,9 @@ def test_every_task_ran_once_through_the_entry_point_and_wrote_every_output(dag,
             [reported] = executor_output.artifacts[name].artifacts
             [given] = record.executor_input.outputs.artifacts[name].artifacts
             assert reported.uri == given.uri, (task, name)
-            # A Markdown page is a file at its URI, where KFP's UI reads it.
-            is_page = "system.Markdown" in defined[name].artifact_type.instance_schema
+            # A Markdown or HTML page is a file at its URI, where KFP's UI reads it.
+            title = yaml.safe_load(defined[name].artifact_type.instance_schema)["title"]
+            is_page = title in ("system.Markdown", "system.HTML")
             assert Path(reported.uri).is_file() if is_page else Path(reported.uri).is_dir(), (
                 task,
                 name,
@@ -349,6 +352,40 @@ def test_the_evaluator_writes_what_kfps_ui_draws(dag):
     page, _ = _output(records["Evaluator"], "summary")
     text = page.read_text()
     assert text.startswith("## Evaluation: blessed") and f"on {int(rows):,} eval rows" in text
+
+
+def test_the_last_task_writes_the_run_report_kfps_ui_shows(dag, chromium_endpoint, tmp_path):
+    spec, records, _, _ = dag
+    [(name, definition)] = spec.components["Reporter"].output_definitions.artifacts.items()
+    assert yaml.safe_load(definition.artifact_type.instance_schema)["title"] == "system.HTML"
+    # It follows the Pusher, the last of the others, so the run's whole outcome is on the page.
+    assert "Pusher" in spec.root.dag.tasks["Reporter"].dependent_tasks
+    page, _ = _output(records["Reporter"], name)
+    html = page.read_text()
+    loaded = load_as_kfp_ui_shows(chromium_endpoint, html, tmp_path / "report.png")
+    assert loaded.errors == []
+    # Self-contained: the frame requested nothing.
+    assert loaded.requests == []
+    assert loaded.sections == [
+        "components",
+        "data",
+        "quarantine",
+        "features",
+        "schema",
+        "training",
+        "evaluation",
+    ]
+    _, quarantine = _output(records["ShardedExampleGen"], "quarantine")
+    assert loaded.counts["quarantine-count"] == str(int(quarantine["count"]))
+    assert loaded.counts["anomaly-count"] == "0"
+    _, metrics = _output(records["Evaluator"], "metrics")
+    assert f"{int(metrics['eval rows']):,}</span> rows" in html
+    assert f'<td class="num">{metrics["sparse_categorical_accuracy"]:.4g}</td>' in html
+    _, pushed = _output(records["Pusher"], "pushed_model")
+    [push] = [line for line in html.splitlines() if 'id="push"' in line]
+    assert f'Pushed to <span class="path">{pushed["pushed_destination"]}</span>' in push
+    # Each task's state and time are on KFP's run page, which the page points to.
+    assert 'id="components-elsewhere"' in html
 
 
 def test_each_run_converts_the_span_its_argument_names_and_pushes_a_model(dag):

@@ -25,10 +25,11 @@ Transform writes them for it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
+from tfx.dsl.components.base.base_node import BaseNode
 
 from tfrecord_pipelines.components import code_version
 from tfrecord_pipelines.components.curated_schema import CuratedSchemaGen
@@ -182,6 +183,7 @@ def create_pipeline(
     metadata_connection_config: metadata_store_pb2.ConnectionConfig | None = None,
     beam_pipeline_args: Sequence[str] = (),
     requested_span: tfx.dsl.experimental.RuntimeParameter | None = None,
+    last_task: Callable[[dict[str, BaseNode]], BaseNode] | None = None,
 ) -> tfx.dsl.Pipeline:
     """Builds the pipeline.
 
@@ -204,6 +206,8 @@ def create_pipeline(
       requested_span: data in spans: the span ExampleGen converts, as a
         run-time parameter each run fills (Kubeflow: a recurring run's
         schedule); None: ``config.span``.
+      last_task: builds a task that follows every other, from the components
+        by id (Kubeflow's report task); None: no such task.
 
     Returns:
       The TFX pipeline.
@@ -313,6 +317,9 @@ def create_pipeline(
         on_drift=config.drift.on_drift,
     ).with_id(PUSHER_ID)
     components += [evaluator, pusher]
+    if last_task is not None:
+        # Built before the Pipeline: TFX accepts only the nodes that exist when it is.
+        components.append(last_task({c.id: c for c in components}))
     return tfx.dsl.Pipeline(
         pipeline_name=config.name,
         pipeline_root=pipeline_root,

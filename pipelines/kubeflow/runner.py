@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Mapping
 
@@ -15,6 +16,7 @@ from tfrecord_pipelines.definition.pipeline import TRAINER_ID, create_pipeline
 from tfrecord_pipelines.kubeflow.platform_spec import TaskPlacement, checked_document
 from tfrecord_pipelines.kubeflow.schedule import LATEST_SPAN, SPAN_PARAMETER
 from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
+from tfrecord_pipelines.report.component import reporter_of
 
 # The images the components run in (docker/Dockerfile's cpu and gpu targets).
 DEFAULT_IMAGE = "ghcr.io/tfrecord-pipelines/tfrecord-pipelines:0.1.0"
@@ -67,7 +69,8 @@ def compile_for_kubeflow(
     express (node selectors, tolerations, volume mounts), keyed by executor label.
     The build has no Resolver node: KFP's open-source backend does not
     implement it, so the Evaluator has no baseline and applies only its value
-    thresholds.
+    thresholds. Its last task, the Reporter, writes the run report as a
+    ``system.HTML`` output.
 
     Args:
       config: the pipeline's settings; its paths must be reachable from the
@@ -103,6 +106,10 @@ def compile_for_kubeflow(
             compare_to_latest_blessed=False,
             enable_cache=enable_cache,
             requested_span=_span_parameter(config),
+            # KFP runs nothing after a run: its last task writes the report KFP's UI shows.
+            last_task=functools.partial(
+                reporter_of, pipeline_name=config.name, images=config.source.is_images
+            ),
         )
     resources = trainer_resources or TrainerResources()
     resource_spec = resources.to_resource_spec()
