@@ -115,6 +115,63 @@ def test_report_shows_the_artifacts_counts(penguins_with_problems, chromium_endp
     assert page.reasons == by_reason
 
 
+# The Reporter's inputs (Kubeflow's last task): the node and output each is read from.
+REPORTER_INPUTS = {
+    "examples": ("ShardedExampleGen", "examples"),
+    "quarantine": ("ShardedExampleGen", "quarantine"),
+    "statistics": ("ShardedExampleGen", "statistics"),
+    "anomalies": ("ExampleValidator", "anomalies"),
+    "schema": ("ImportSchemaGen", "schema"),
+    "model_run": ("Trainer", "model_run"),
+    "evaluation": ("Evaluator", "evaluation"),
+    "blessing": ("Evaluator", "blessing"),
+    "pushed_model": ("Pusher", "pushed_model"),
+}
+
+
+def _sections(html: str) -> dict[str, str]:
+    return dict(re.findall(r'<section id="([^"]+)">(.*?)</section>', html, re.S))
+
+
+def test_kubeflows_reporter_task_writes_the_commands_page_from_the_artifacts_alone(
+    penguins_with_problems, tmp_path
+):
+    """The Reporter's executor, given this run's artifacts as a KFP task is given them
+    (no ML Metadata), writes the sections the report command wrote, byte for byte,
+    except the components' table, which it points to KFP's run page for."""
+    from tfx.types import artifact_utils
+
+    from tfrecord_pipelines.components.ui_artifacts import Html
+    from tfrecord_pipelines.local.run_record import PIPELINE_RUN_CONTEXT, open_store, read_run
+    from tfrecord_pipelines.report.executor import Executor
+
+    root, report = penguins_with_problems
+    store = open_store(str(root.parents[1] / "metadata" / "penguins" / "metadata.db"))
+    [run_id] = [
+        c.name
+        for c in store.get_contexts_by_type(PIPELINE_RUN_CONTEXT)
+        if re.sub(r"[^A-Za-z0-9._-]", "-", c.name) == report.stem
+    ]
+    run = read_run(store, "penguins", run_id)
+    inputs = {}
+    for key, (node_id, output) in REPORTER_INPUTS.items():
+        artifact = run[node_id].output(output)
+        [kind] = store.get_artifact_types_by_id([artifact.type_id])
+        inputs[key] = [artifact_utils.deserialize_artifact(kind, artifact)]
+    page = Html()
+    page.uri = str(tmp_path / "penguins-run-1" / "Reporter" / "report")
+    Path(page.uri).parent.mkdir(parents=True)
+    Executor().Do(inputs, {"report": [page]}, {"pipeline_name": "penguins", "images": 0})
+
+    written = _sections(Path(page.uri).read_text())
+    by_command = _sections(report.read_text())
+    assert list(written) == list(by_command) == SECTIONS
+    for section in SECTIONS[1:]:
+        assert written[section] == by_command[section], section
+    assert 'id="components-elsewhere"' in written["components"]
+    assert "run penguins-run-1</h1>" in Path(page.uri).read_text()
+
+
 def test_report_lists_every_component_with_its_state(penguins_with_problems):
     root, report = penguins_with_problems
     html = report.read_text()

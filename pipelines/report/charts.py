@@ -35,7 +35,10 @@ def colour_of(index: int) -> str:
 
 def _svg(figure: Figure) -> str:
     buffer = io.StringIO()
-    figure.savefig(buffer, format="svg", bbox_inches="tight", transparent=True)
+    # No date in the SVG's metadata: the same data draws the same chart, whoever draws it.
+    figure.savefig(
+        buffer, format="svg", bbox_inches="tight", transparent=True, metadata={"Date": None}
+    )
     text = buffer.getvalue()
     # Inline in HTML: the <svg> element alone, without the XML prolog and doctype.
     return text[text.index("<svg") :]

@@ -27,14 +27,14 @@ COMPONENTS_ELSEWHERE = (
 )
 
 
-def _uri(input_dict: dict[str, list[types.Artifact]], key: str) -> str | None:
-    found = input_dict.get(key) or []
-    return artifact_utils.get_single_uri(found) if found else None
-
-
 def _single(input_dict: dict[str, list[types.Artifact]], key: str) -> types.Artifact | None:
     found = input_dict.get(key) or []
     return artifact_utils.get_single_instance(found) if found else None
+
+
+def _uri(input_dict: dict[str, list[types.Artifact]], key: str) -> str | None:
+    artifact = _single(input_dict, key)
+    return artifact.uri if artifact is not None else None
 
 
 def run_artifacts(input_dict: dict[str, list[types.Artifact]], images: bool) -> RunArtifacts:
