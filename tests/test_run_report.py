@@ -115,20 +115,6 @@ def test_report_shows_the_artifacts_counts(penguins_with_problems, chromium_endp
     assert page.reasons == by_reason
 
 
-# The Reporter's inputs (Kubeflow's last task): the node and output each is read from.
-REPORTER_INPUTS = {
-    "examples": ("ShardedExampleGen", "examples"),
-    "quarantine": ("ShardedExampleGen", "quarantine"),
-    "statistics": ("ShardedExampleGen", "statistics"),
-    "anomalies": ("ExampleValidator", "anomalies"),
-    "schema": ("ImportSchemaGen", "schema"),
-    "model_run": ("Trainer", "model_run"),
-    "evaluation": ("Evaluator", "evaluation"),
-    "blessing": ("Evaluator", "blessing"),
-    "pushed_model": ("Pusher", "pushed_model"),
-}
-
-
 def _sections(html: str) -> dict[str, str]:
     return dict(re.findall(r'<section id="([^"]+)">(.*?)</section>', html, re.S))
 
@@ -139,11 +125,10 @@ def test_kubeflows_reporter_task_writes_the_commands_page_from_the_artifacts_alo
     """The Reporter's executor, given this run's artifacts as a KFP task is given them
     (no ML Metadata), writes the sections the report command wrote, byte for byte,
     except the components' table, which it points to KFP's run page for."""
-    from tfx.types import artifact_utils
-
     from tfrecord_pipelines.components.ui_artifacts import Html
     from tfrecord_pipelines.local.run_record import PIPELINE_RUN_CONTEXT, open_store, read_run
     from tfrecord_pipelines.report.executor import Executor
+    from tfrecord_pipelines.report.run_report import report_artifacts
 
     root, report = penguins_with_problems
     store = open_store(str(root.parents[1] / "metadata" / "penguins" / "metadata.db"))
@@ -152,12 +137,11 @@ def test_kubeflows_reporter_task_writes_the_commands_page_from_the_artifacts_alo
         for c in store.get_contexts_by_type(PIPELINE_RUN_CONTEXT)
         if re.sub(r"[^A-Za-z0-9._-]", "-", c.name) == report.stem
     ]
-    run = read_run(store, "penguins", run_id)
-    inputs = {}
-    for key, (node_id, output) in REPORTER_INPUTS.items():
-        artifact = run[node_id].output(output)
-        [kind] = store.get_artifact_types_by_id([artifact.type_id])
-        inputs[key] = [artifact_utils.deserialize_artifact(kind, artifact)]
+    # What a KFP task is handed: one TFX artifact per input.
+    inputs = {
+        key: [artifact]
+        for key, artifact in report_artifacts(store, read_run(store, "penguins", run_id)).items()
+    }
     page = Html()
     page.uri = str(tmp_path / "penguins-run-1" / "Reporter" / "report")
     Path(page.uri).parent.mkdir(parents=True)

@@ -22,14 +22,8 @@ from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionP
 from tfrecord_pipelines.components.example_gen.component import Quarantine
 from tfrecord_pipelines.components.example_gen.keys import QUARANTINE_KEY
 from tfrecord_pipelines.components.ui_artifacts import Html
-from tfrecord_pipelines.definition.pipeline import (
-    EVALUATOR_ID,
-    EXAMPLE_GEN_ID,
-    EXAMPLE_VALIDATOR_ID,
-    PUSHER_ID,
-    TRAINER_ID,
-)
 from tfrecord_pipelines.report import executor
+from tfrecord_pipelines.report.contents import ARTIFACT_SOURCES
 
 REPORTER_ID = "Reporter"
 _INPUT_TYPES = {
@@ -86,31 +80,28 @@ class Reporter(base_component.BaseComponent):
         )
 
 
+def _channel(components: Mapping[str, base_node.BaseNode], node_id: str | None, key: str):
+    if node_id is not None:
+        return components[node_id].outputs[key]
+    return next(c.outputs[key] for c in components.values() if key in c.outputs)
+
+
 def reporter_of(
     components: Mapping[str, base_node.BaseNode], pipeline_name: str, images: bool
 ) -> Reporter:
     """A Reporter fed by the outputs of the pipeline's ``components`` (by id, as
-    ``create_pipeline`` names them).
+    ``create_pipeline`` names them) that ``ARTIFACT_SOURCES`` names.
 
     Args:
       components: the pipeline's components by id.
       pipeline_name: the pipeline's name.
       images: whether the examples are images.
     """
-    example_gen = components[EXAMPLE_GEN_ID].outputs
-    validator = components[EXAMPLE_VALIDATOR_ID]
-    evaluator = components[EVALUATOR_ID].outputs
     return Reporter(
         pipeline_name=pipeline_name,
         images=images,
-        examples=example_gen[specs.EXAMPLES_KEY],
-        quarantine=example_gen[QUARANTINE_KEY],
-        statistics=example_gen[specs.STATISTICS_KEY],
-        anomalies=validator.outputs[specs.ANOMALIES_KEY],
-        # SchemaGen's or the curated schema's: what the validator checked against.
-        schema=validator.inputs[specs.SCHEMA_KEY],
-        model_run=components[TRAINER_ID].outputs[specs.MODEL_RUN_KEY],
-        evaluation=evaluator[specs.EVALUATION_KEY],
-        blessing=evaluator[specs.BLESSING_KEY],
-        pushed_model=components[PUSHER_ID].outputs[specs.PUSHED_MODEL_KEY],
+        **{
+            key: _channel(components, node_id, output)
+            for key, (node_id, output) in ARTIFACT_SOURCES.items()
+        },
     ).with_id(REPORTER_ID)

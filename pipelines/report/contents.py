@@ -12,14 +12,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from tfrecord_pipelines.components import filesystem
-from tfrecord_pipelines.components.example_gen.keys import SHARD_PLAN_FILE
+from tfrecord_pipelines.components.example_gen.keys import QUARANTINE_KEY, SHARD_PLAN_FILE
 from tfrecord_pipelines.components.example_gen.quarantine import (
     QuarantineSummary,
     summarize_quarantine,
 )
+from tfrecord_pipelines.components.pusher.executor import BLOCKED_PROPERTY
 from tfrecord_pipelines.components.trainer.training_length import (
     TrainingLength,
     read_training_report,
@@ -36,11 +38,28 @@ from tfrecord_pipelines.report.evaluation import EvaluationView, read_evaluation
 from tfrecord_pipelines.report.training import TrainingView, read_training
 
 if TYPE_CHECKING:
+    from tfx.types import Artifact
+
     # Types only: their modules read ML Metadata, which the report task has not.
     from tfrecord_pipelines.report.component_costs import ComponentCost
     from tfrecord_pipelines.report.span_window import WindowSummary
 
 QUARANTINE_ROWS_SHOWN = 10
+# The artifacts the report reads, by the Reporter's input key: the component that
+# outputs each and its output key (None: whichever component outputs that key,
+# as SchemaGen, ImportSchemaGen or a curated schema's component does the schema).
+ARTIFACT_SOURCES = {
+    "examples": (EXAMPLE_GEN_ID, "examples"),
+    QUARANTINE_KEY: (EXAMPLE_GEN_ID, QUARANTINE_KEY),
+    "statistics": (EXAMPLE_GEN_ID, "statistics"),
+    # ExampleValidator's: DriftCheck's output has the same key.
+    "anomalies": (EXAMPLE_VALIDATOR_ID, "anomalies"),
+    "schema": (None, "schema"),
+    "model_run": (TRAINER_ID, "model_run"),
+    "evaluation": (EVALUATOR_ID, "evaluation"),
+    "blessing": (EVALUATOR_ID, "blessing"),
+    "pushed_model": (PUSHER_ID, "pushed_model"),
+}
 _THUMBNAIL_SPLIT = "eval"
 
 
@@ -164,6 +183,37 @@ class RunArtifacts:
     pusher_finished: bool = False
     pushed_model: str | None = None
     blocked_by_drift: str | None = None
+
+
+def run_artifacts(
+    found: Mapping[str, Artifact], images: bool, baseline_model: str | None = None
+) -> RunArtifacts:
+    """What the report reads from the artifacts ``found`` (by ``ARTIFACT_SOURCES`` key;
+    a key absent: not produced), whoever found them."""
+
+    def uri(key: str) -> str | None:
+        return found[key].uri if key in found else None
+
+    blessing, pushed = found.get("blessing"), found.get("pushed_model")
+    evaluated = blessing is not None
+    was_pushed = pushed is not None and pushed.get_int_custom_property("pushed") == 1
+    blocked = pushed is not None and pushed.has_custom_property(BLOCKED_PROPERTY)
+    destination = pushed.get_string_custom_property("pushed_destination") if was_pushed else None
+    return RunArtifacts(
+        examples_uri=uri("examples"),
+        images=images,
+        quarantine_uri=uri(QUARANTINE_KEY),
+        statistics_uri=uri("statistics"),
+        anomalies_uri=uri("anomalies"),
+        schema_uri=uri("schema"),
+        model_run_uri=uri("model_run"),
+        evaluation_uri=uri("evaluation"),
+        blessed=blessing.get_int_custom_property("blessed") == 1 if evaluated else None,
+        baseline_model=baseline_model if evaluated else None,
+        pusher_finished=pushed is not None,
+        pushed_model=destination,
+        blocked_by_drift=pushed.get_string_custom_property(BLOCKED_PROPERTY) if blocked else None,
+    )
 
 
 def _read_json(path: str) -> dict | None:

@@ -11,24 +11,23 @@ from __future__ import annotations
 
 import datetime
 
-from ml_metadata.proto import metadata_store_pb2
+from tfx.types import Artifact, artifact_utils
 from tfx.types import standard_component_specs as specs
 
 from tfrecord_pipelines.components.data_source import IMAGES
-from tfrecord_pipelines.components.example_gen.keys import QUARANTINE_KEY, SOURCE_FORMAT_KEY
-from tfrecord_pipelines.components.pusher.executor import BLOCKED_PROPERTY
+from tfrecord_pipelines.components.example_gen.keys import SOURCE_FORMAT_KEY
 from tfrecord_pipelines.components.trainer.training_length import TrainingLength
-from tfrecord_pipelines.definition.pipeline import (
-    EVALUATOR_ID,
-    EXAMPLE_GEN_ID,
-    EXAMPLE_VALIDATOR_ID,
-    PUSHER_ID,
-    TRAINER_ID,
-)
+from tfrecord_pipelines.definition.pipeline import EVALUATOR_ID, EXAMPLE_GEN_ID
 from tfrecord_pipelines.local.component_costs import read_cost
 from tfrecord_pipelines.local.run_record import NODE_CONTEXT, NodeExecution, read_run
 from tfrecord_pipelines.report.component_costs import component_costs
-from tfrecord_pipelines.report.contents import ComponentRow, RunArtifacts, RunReport, read_sections
+from tfrecord_pipelines.report.contents import (
+    ARTIFACT_SOURCES,
+    ComponentRow,
+    RunReport,
+    read_sections,
+    run_artifacts,
+)
 from tfrecord_pipelines.report.span_window import read_drift, summarize_window
 
 WRITTEN_BY = "python -m tfrecord_pipelines report, from the run's ML Metadata store and artifacts"
@@ -86,18 +85,19 @@ def _output(run: dict[str, NodeExecution], key: str, node_id: str | None = None)
     return None
 
 
-def _input_uri(store, node: NodeExecution, key: str) -> str | None:
-    """The folder of the artifact an execution took as input ``key``, if it took one."""
-    for event in store.get_events_by_execution_ids([node.execution.id]):
-        steps = event.path.steps
-        if event.type == metadata_store_pb2.Event.INPUT and steps and steps[0].key == key:
-            (artifact,) = store.get_artifacts_by_id([event.artifact_id])
-            return artifact.uri
-    return None
-
-
-def _uri(artifact) -> str | None:
-    return artifact.uri if artifact is not None else None
+def report_artifacts(store, run: dict[str, NodeExecution]) -> dict[str, Artifact]:
+    """The run's artifacts the report reads, by ``ARTIFACT_SOURCES`` key, as TFX artifacts
+    (the types the Reporter's executor gets); the ones not produced are absent."""
+    found = {key: _output(run, output, node) for key, (node, output) in ARTIFACT_SOURCES.items()}
+    found = {key: artifact for key, artifact in found.items() if artifact is not None}
+    kinds = {
+        kind.id: kind
+        for kind in store.get_artifact_types_by_id(sorted({a.type_id for a in found.values()}))
+    }
+    return {
+        key: artifact_utils.deserialize_artifact(kinds[artifact.type_id], artifact)
+        for key, artifact in found.items()
+    }
 
 
 def _is_images(run: dict[str, NodeExecution]) -> bool:
@@ -116,39 +116,10 @@ def build_run_report(store, pipeline_name: str, run_id: str) -> RunReport:
     run = read_run(store, pipeline_name, run_id)
     if not run:
         raise LookupError(f"No run {run_id!r} of pipeline {pipeline_name!r} in its metadata.")
-    examples = _output(run, specs.EXAMPLES_KEY, EXAMPLE_GEN_ID)
-    blessing = _output(run, specs.BLESSING_KEY, EVALUATOR_ID)
-    pushed = _output(run, specs.PUSHED_MODEL_KEY, PUSHER_ID)
-    pushed_properties = pushed.custom_properties if pushed is not None else {}
-    artifacts = RunArtifacts(
-        examples_uri=_uri(examples),
-        images=_is_images(run),
-        quarantine_uri=_uri(_output(run, QUARANTINE_KEY, EXAMPLE_GEN_ID)),
-        statistics_uri=_uri(_output(run, specs.STATISTICS_KEY)),
-        # ExampleValidator's: DriftCheck's output has the same key.
-        anomalies_uri=_uri(_output(run, specs.ANOMALIES_KEY, EXAMPLE_VALIDATOR_ID)),
-        schema_uri=_uri(_output(run, specs.SCHEMA_KEY)),
-        model_run_uri=_uri(_output(run, specs.MODEL_RUN_KEY, TRAINER_ID)),
-        evaluation_uri=_uri(_output(run, specs.EVALUATION_KEY, EVALUATOR_ID)),
-        blessed=(
-            blessing.custom_properties["blessed"].int_value == 1 if blessing is not None else None
-        ),
-        baseline_model=(
-            _input_uri(store, run[EVALUATOR_ID], specs.BASELINE_MODEL_KEY)
-            if blessing is not None
-            else None
-        ),
-        pusher_finished=pushed is not None,
-        pushed_model=(
-            pushed_properties["pushed_destination"].string_value
-            if "pushed" in pushed_properties and pushed_properties["pushed"].int_value == 1
-            else None
-        ),
-        blocked_by_drift=(
-            pushed_properties[BLOCKED_PROPERTY].string_value
-            if BLOCKED_PROPERTY in pushed_properties
-            else None
-        ),
+    evaluator = run.get(EVALUATOR_ID)
+    baseline = evaluator.inputs.get(specs.BASELINE_MODEL_KEY) if evaluator else None
+    artifacts = run_artifacts(
+        report_artifacts(store, run), _is_images(run), baseline[0].uri if baseline else None
     )
     fields = read_sections(artifacts)
     return RunReport(
