@@ -1,10 +1,16 @@
-"""Building tf.train.Example features from Python values."""
+"""Building tf.train.Example features from Python values.
+
+TensorFlow is imported where a feature is built: the command line types a
+column (``ColumnType``) before any slow import.
+"""
 
 from __future__ import annotations
 
 import enum
+from typing import TYPE_CHECKING
 
-import tensorflow as tf
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 
 class ColumnType(enum.Enum):
@@ -17,6 +23,8 @@ class ColumnType(enum.Enum):
 
 def feature(column_type: ColumnType, values: list) -> tf.train.Feature:
     """Returns a Feature holding ``values`` as ``column_type``."""
+    import tensorflow as tf
+
     if column_type is ColumnType.INT:
         return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
     if column_type is ColumnType.FLOAT:
@@ -33,5 +41,7 @@ def serialize(features: dict[str, tf.train.Feature]) -> bytes:
 
     The split is a hash of these bytes, so map order must not vary between processes.
     """
+    import tensorflow as tf
+
     example = tf.train.Example(features=tf.train.Features(feature=features))
     return example.SerializeToString(deterministic=True)
