@@ -117,13 +117,15 @@ def _accuracy(model_dir: str, eval_files: list[str]) -> tuple[float, int]:
     import numpy as np
     import tensorflow as tf
 
+    from tfrecord_pipelines.components.trainer.signatures import SCORES_OUTPUT
+
     loaded = tf.saved_model.load(os.path.join(model_dir, "Format-Serving"))
     serve = loaded.signatures["serving_default"]
     transform = loaded.signatures["transform_features"]
     compression = "GZIP" if eval_files[0].endswith(".gz") else ""
     right = total = 0
     for batch in tf.data.TFRecordDataset(eval_files, compression_type=compression).batch(8192):
-        (probabilities,) = serve(examples=batch).values()
+        probabilities = serve(examples=batch)[SCORES_OUTPUT]
         label = transform(examples=batch)["label_xf"].numpy().reshape(-1)
         right += int(np.sum(np.argmax(probabilities.numpy(), axis=1) == label))
         total += len(label)

@@ -65,6 +65,7 @@ def main() -> None:
     from tfrecord_pipelines.components.evaluator.executor import Executor, eval_config_from
     from tfrecord_pipelines.components.evaluator.predictions import ModelScorer, read_batches
     from tfrecord_pipelines.components.task import Task, transformed_name
+    from tfrecord_pipelines.components.trainer.signatures import SCORES_OUTPUT
     from tfrecord_pipelines.definition.config import EvaluationOptions, EvaluationThresholds
     from tfrecord_pipelines.definition.evaluation import make_eval_config
 
@@ -91,7 +92,11 @@ def main() -> None:
     full = eval_config_from({"eval_config": json_format.MessageToJson(config)}, has_baseline=False)
     clock.lap()
     scorer = ModelScorer(
-        serving, "serving_default", transformed_name(args.label), "transform_features"
+        serving,
+        "serving_default",
+        transformed_name(args.label),
+        "transform_features",
+        SCORES_OUTPUT,
     )
     load = clock.lap()
     for batch in read_batches(files):

@@ -82,9 +82,12 @@ def test_parquet_folder_with_list_columns_trains_evaluates_and_serves(tmp_path):
     rng = random.Random(3)
     rows = [_row(rng) for _ in range(2)]
     rows[1]["tags"] = []  # an empty list is a row too
-    (probabilities,) = serve(examples=tf.constant([_example(r) for r in rows])).values()
+    served = serve(examples=tf.constant([_example(r) for r in rows]))
+    probabilities = served["scores"]
     assert probabilities.shape == (2, 2)
     np.testing.assert_allclose(tf.reduce_sum(probabilities, axis=1), [1.0, 1.0], rtol=1e-5)
+    # Each score's class, by value, in the scores' order: the label vocabulary's.
+    assert served["classes"].numpy().tolist() == [[n.encode() for n in summary.classes.names]] * 2
 
 
 def _check_both_evaluator_paths(output, summary, tmp_path) -> None:

@@ -84,9 +84,13 @@ def test_pushed_penguins_model_serves_raw_examples(penguins_run):
     }
     adelie_missing_measurements = {"island": "Torgersen", "year": 2007}
     outputs = serve(examples=tf.constant([_example(gentoo), _example(adelie_missing_measurements)]))
-    (probabilities,) = outputs.values()
+    probabilities = outputs["scores"]
     assert probabilities.shape == (2, 3)
     np.testing.assert_allclose(tf.reduce_sum(probabilities, axis=1), [1.0, 1.0], rtol=1e-5)
+    # The classes by name, in the scores' order (TensorFlow Serving's Classify layout).
+    classes = outputs["classes"].numpy()
+    assert classes.shape == (2, 3) and sorted(classes[0]) == [b"Adelie", b"Chinstrap", b"Gentoo"]
+    assert classes[0].tolist() == [n.encode() for n in summary.classes.names]
 
 
 def _scalar_tags(event_dir: Path) -> dict[str, list[float]]:

@@ -96,8 +96,8 @@ def unsupported(eval_config, computations: Computations) -> str | None:
     if options.compute_confidence_intervals.value or options.min_slice_size.value > 1:
         return "TFMA's confidence intervals or minimum slice size"
     for model in eval_config.model_specs:
-        if model.example_weight_key or model.example_weight_keys or model.prediction_key:
-            return f"model spec {model.name!r}: example weights or a prediction key"
+        if model.example_weight_key or model.example_weight_keys:
+            return f"model spec {model.name!r}: example weights"
     for computation in computations.combined:
         reason = _unsupported_combiner(computation)
         if reason:

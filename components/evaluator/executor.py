@@ -214,6 +214,7 @@ def evaluate(
             specs[name].signature_name or "serving_default",
             specs[name].label_key,
             specs[name].preprocessing_function_names[0],
+            specs[name].prediction_key,
         )
         for name, path in model_paths.items()
     }

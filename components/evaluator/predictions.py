@@ -33,32 +33,44 @@ def read_batches(files: Sequence[str], batch_size: int = BATCH_SIZE) -> tf.data.
     )
 
 
-def _single_output(outputs) -> tf.Tensor:
-    if isinstance(outputs, dict):
-        if len(outputs) != 1:
-            raise ValueError(
-                f"The serving signature returns {len(outputs)} outputs ({', '.join(outputs)}); "
-                "give the model spec a prediction_key."
-            )
-        return next(iter(outputs.values()))
-    return outputs
+def _prediction(outputs, prediction_key: str) -> tf.Tensor:
+    """The predictions among the signature's outputs, as TFMA picks them."""
+    if not isinstance(outputs, dict):
+        return outputs
+    if prediction_key in outputs:
+        return outputs[prediction_key]
+    if len(outputs) != 1:
+        raise ValueError(
+            f"The serving signature returns {len(outputs)} outputs ({', '.join(outputs)}); "
+            "give the model spec a prediction_key."
+        )
+    return next(iter(outputs.values()))
 
 
 class ModelScorer:
     """A saved model's predictions and transformed labels for batches of raw records."""
 
-    def __init__(self, model_path: str, signature: str, label_key: str, transform: str):
+    def __init__(
+        self,
+        model_path: str,
+        signature: str,
+        label_key: str,
+        transform: str,
+        prediction_key: str = "",
+    ):
         loaded = tf.saved_model.load(model_path)
         self._loaded = loaded  # the signatures' variables live as long as it does
         self._serve = loaded.signatures[signature]
         self._transform = loaded.signatures[transform]
         self._label_key = label_key
+        self._prediction_key = prediction_key
         self.predictions: list[np.ndarray] = []
         self.labels: list[np.ndarray] = []
 
     def score(self, serialized: tf.Tensor) -> None:
         """Adds one batch's predictions and labels."""
-        predictions = _single_output(self._serve(examples=serialized)).numpy()
+        outputs = self._serve(examples=serialized)
+        predictions = _prediction(outputs, self._prediction_key).numpy()
         labels = self._transform(examples=serialized)[self._label_key].numpy()
         self.predictions.append(predictions)
         self.labels.append(labels.reshape(len(predictions), -1)[:, 0])

@@ -6,7 +6,10 @@
   graph runs inside, and images are decoded and resized inside by the same
   code as training (``ImageDecoding``), so clients send raw data and nothing
   differs between training and serving. Bytes that are not an image are an
-  error, not a prediction.
+  error, not a prediction. A classifier answers as TensorFlow Serving's
+  Classify API does: ``scores`` (each class's probability) and ``classes``
+  (the class names, by the label's values: a folder's name for images, in
+  the scores' order); a regression model with its one value.
 - ``transform_features``: serialized raw tf.Examples (with label) in,
   transformed features out. TFMA's Evaluator uses it to get the transformed label.
 """
@@ -16,11 +19,14 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from tfrecord_pipelines.components.task import Task
+from tfrecord_pipelines.components.task import Task, vocabulary_name
 from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
 
 SERVING_SIGNATURE = "serving_default"
 TRANSFORM_SIGNATURE = "transform_features"
+# A classifier's serving outputs, named as TensorFlow Serving's Classify API names them.
+SCORES_OUTPUT = tf.saved_model.CLASSIFY_OUTPUT_SCORES
+CLASSES_OUTPUT = tf.saved_model.CLASSIFY_OUTPUT_CLASSES
 
 _EXAMPLES_SPEC = tf.TensorSpec(shape=[None], dtype=tf.string, name="examples")
 
@@ -45,6 +51,11 @@ def make_signatures(
     inputs = set(task.model_inputs(raw_spec))
     serving_spec = {k: v for k, v in raw_spec.items() if k in inputs}
     input_names = set(model.input_names)
+    class_names = (
+        tf.constant(tf_transform_output.vocabulary_by_name(vocabulary_name(task.label)))
+        if task.is_classification
+        else None
+    )
 
     @tf.function(input_signature=[_EXAMPLES_SPEC])
     def serve(examples):
@@ -52,7 +63,14 @@ def make_signatures(
         features = {k: v for k, v in features.items() if k in input_names}
         if image is not None:
             features[image.feature] = image.decode_batch(features[image.feature])
-        return model(features)
+        scores = model(features)
+        if class_names is None:
+            return scores
+        rows = tf.shape(scores)[0]
+        return {
+            SCORES_OUTPUT: scores,
+            CLASSES_OUTPUT: tf.tile(class_names[tf.newaxis, :], [rows, 1]),
+        }
 
     @tf.function(input_signature=[_EXAMPLES_SPEC])
     def transform_features(examples):

@@ -22,7 +22,11 @@ import tensorflow_model_analysis as tfma
 
 from tfrecord_pipelines.components.evaluator.label_classes import POSITIVE_CLASS_ID
 from tfrecord_pipelines.components.task import Task, transformed_name
-from tfrecord_pipelines.components.trainer.signatures import SERVING_SIGNATURE, TRANSFORM_SIGNATURE
+from tfrecord_pipelines.components.trainer.signatures import (
+    SCORES_OUTPUT,
+    SERVING_SIGNATURE,
+    TRANSFORM_SIGNATURE,
+)
 from tfrecord_pipelines.definition.config import (
     MAX_CLASSES_FOR_PER_CLASS_METRICS,
     EvaluationOptions,
@@ -133,6 +137,8 @@ def make_eval_config(
             tfma.ModelSpec(
                 signature_name=SERVING_SIGNATURE,
                 label_key=transformed_name(task.label),
+                # A classifier's serving signature also names the classes.
+                prediction_key=SCORES_OUTPUT if task.is_classification else "",
                 preprocessing_function_names=[TRANSFORM_SIGNATURE],
             )
         ],
