@@ -5,7 +5,7 @@ ShardedExampleGen, the command line and the pipeline share it. Formats:
 - ``csv``: ``*.csv`` files with the same header row;
 - ``parquet``: ``*.parquet`` files with the same columns;
 - ``images``: one sub-folder of images per class, or a ``labels.csv``
-  (``filename,label,class_name``) beside the images.
+  (``filename,label,class_name`` or ``filename,label``) beside the images.
 
 ``detect_format`` tells them apart from the folder's contents, and
 ``check_label`` checks, per format, that the label is something the data
@@ -29,7 +29,8 @@ FORMATS = (CSV, PARQUET, IMAGES)
 FILE_PATTERNS = {CSV: "*.csv", PARQUET: "*.parquet"}
 _LAYOUTS = (
     "*.csv files with a header row, *.parquet files, one sub-folder of images per class, "
-    f"or {image_folder.LABELS_FILE} ({','.join(image_folder.LABELS_COLUMNS)}) beside images"
+    f"or {image_folder.LABELS_FILE} "
+    f"({' or '.join(','.join(h) for h in image_folder.LABELS_HEADERS)}) beside images"
 )
 
 

@@ -110,7 +110,9 @@ def _odd_encodings(png: bytes) -> dict[str, bytes]:
     }
 
 
-def write_digit_images(folder: Path, digits=(0, 1, 7), per_class: int = 120) -> dict[str, int]:
+def write_digit_images(
+    folder: Path, digits=(0, 1, 7), per_class: int = 120, names: tuple[str, ...] | None = None
+) -> dict[str, str]:
     """Copies bundled digits into class folders, with odd encodings and bad files planted.
 
     Each class gets ``per_class`` of its PNGs, the first of them also in four
@@ -118,24 +120,28 @@ def write_digit_images(folder: Path, digits=(0, 1, 7), per_class: int = 120) -> 
     first class gets the PLANTED_BAD_IMAGES and a truncated JPEG, and a
     STRAY_FILE and a hidden file that are not images.
 
+    Args:
+      names: each digit's class folder (default: the digit itself).
+
     Returns:
-      The label (class index) of every valid image, by file name.
+      The class (its folder's name) of every valid image, by file name.
     """
+    names = names or tuple(str(d) for d in digits)
     labels = {}
-    for label, digit in enumerate(digits):
-        target = folder / str(digit)
+    for digit, name in zip(digits, names, strict=True):
+        target = folder / name
         target.mkdir(parents=True)
         pngs = sorted((DIGITS / str(digit)).glob("*.png"))[:per_class]
         for png in pngs:
             (target / png.name).write_bytes(png.read_bytes())
-            labels[png.name] = label
+            labels[png.name] = name
         for suffix, encoded in _odd_encodings(pngs[0].read_bytes()).items():
-            name = f"{pngs[0].stem}-{suffix}"
-            (target / name).write_bytes(encoded)
-            labels[name] = label
-    first = folder / str(digits[0])
-    for name, content in PLANTED_BAD_IMAGES.items():
-        (first / name).write_bytes(content)
+            stem = f"{pngs[0].stem}-{suffix}"
+            (target / stem).write_bytes(encoded)
+            labels[stem] = name
+    first = folder / names[0]
+    for bad, content in PLANTED_BAD_IMAGES.items():
+        (first / bad).write_bytes(content)
     large = (first / next(n for n in labels if n.endswith("large.jpg"))).read_bytes()
     (first / "truncated.jpg").write_bytes(large[: len(large) // 2])
     (first / STRAY_FILE).write_text("where these digits came from\n")

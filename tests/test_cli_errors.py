@@ -106,6 +106,12 @@ def _image_folder(root):
     [
         (["--problem", "regression"], "Image data trains a classifier"),
         (["--inputs", "image,class_name"], "--inputs class_name: the class name is the label"),
+        (["--inputs", "image,label"], "--inputs label: the class name is the label, its id"),
+        (
+            ["--label", "label"],
+            "--label label: an image folder's label is its class, named by "
+            "its folder or labels.csv (the records' class_name); leave --label out.",
+        ),
         (["--augment", "rotate"], "image_augment takes crop and flip, got rotate."),
         (["--image-size", "16"], "image_size must be at least 32 pixels, got 16."),
     ],

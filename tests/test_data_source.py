@@ -141,3 +141,38 @@ def test_hidden_entries_are_ignored_and_files_not_named_like_images_skipped(tmp_
     assert {p.rsplit("/", 1)[1] for p in (f.path for f in listing.files)} == set(written)
     assert listing.skipped == ["cats/notes.txt"]
     assert image_folder.count_classes(str(tmp_path)) == 2
+
+
+@pytest.mark.parametrize(
+    "labels, classes",
+    [
+        # Ids and names: the names name the classes.
+        ("filename,label,class_name\na.png,1,dog\nb.png,0,cat\nc.png,1,dog\n",
+         {"a.png": (1, "dog"), "b.png": (0, "cat"), "c.png": (1, "dog")}),
+        # The label alone, as names: ids by the names' sorted order.
+        ("filename,label\na.png,flower\nb.png,china\nc.png,flower\n",
+         {"a.png": (1, "flower"), "b.png": (0, "china"), "c.png": (1, "flower")}),
+        # The label alone, as ids: each id names its class.
+        ("filename,label\na.png,7\nb.png,3\n", {"a.png": (7, "7"), "b.png": (3, "3")}),
+    ],
+)  # fmt: skip
+def test_a_labels_file_names_classes_with_or_without_class_names(tmp_path, labels, classes):
+    from tfrecord_pipelines.components import image_folder
+
+    (tmp_path / "labels.csv").write_text(labels)
+    assert data_source.detect_format(str(tmp_path)) == "images"
+    listing = image_folder.list_folder(str(tmp_path))
+    found = {f.path.rsplit("/", 1)[1]: (f.label, f.class_name) for f in listing.files}
+    assert found == classes
+    assert image_folder.class_names(str(tmp_path)) == sorted({n for _, n in classes.values()})
+
+
+def test_an_image_records_class_id_key_leaves_the_class_name_alone():
+    from tfrecord_pipelines.components import image_folder
+
+    assert image_folder.class_id_key(None) == "label"
+    # The class by name is what a pipeline's model learns; every record holds it.
+    assert image_folder.class_id_key("class_name") == "label"
+    assert image_folder.class_id_key("target") == "target"
+    with pytest.raises(ValueError, match="Label key 'filename' is taken"):
+        image_folder.class_id_key("filename")

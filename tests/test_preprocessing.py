@@ -102,18 +102,20 @@ def test_image_bytes_pass_through_and_nothing_else_feeds_the_model():
     # PNG and JPEG bytes hold newlines, which a vocabulary would drop.
     images = [b"\x89PNG\r\n\x1a\n...", b"\xff\xd8\xff\xe0\n\x00JFIF", b"\x89PNG\r\n\x1a\nzz"]
     rows = [
-        {"image": [image], "class_name": [b"cat"], "height": [8], "label": [label]}
-        for image, label in zip(images, [1, 0, 1], strict=True)
+        {"image": [image], "class_name": [name], "height": [8], "label": [label]}
+        for image, label, name in zip(images, [1, 0, 1], [b"dog", b"cat", b"dog"], strict=True)
     ]
+    # The image task as the command line builds it: the class, by name, is the label.
     transformed, metadata = _transform_rows(
-        IMAGE_SPEC, rows, Task(label="label", image_feature="image")
+        IMAGE_SPEC, rows, Task(label="class_name", image_feature="image")
     )
     assert set(metadata.schema.feature[i].name for i in range(len(metadata.schema.feature))) == {
         "image_xf",
-        "label_xf",
+        "class_name_xf",
     }
     assert [np.ravel(row["image_xf"])[0] for row in transformed] == images
-    assert [int(np.ravel(row["label_xf"])[0]) for row in transformed] == [0, 1, 0]
+    indices = [int(np.ravel(row["class_name_xf"])[0]) for row in transformed]
+    assert indices[0] == indices[2] != indices[1]
 
 
 MULTI_SPEC = {

@@ -168,7 +168,9 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
           max_bad_fraction: the share of input records that may be quarantined
             before the component fails.
           label_key: tabular: a column every row must fill (rows without it are
-            quarantined); images: the label feature's name (default ``label``).
+            quarantined); images: the feature of the class's id (default
+            ``label``; ``class_name``, the class by name that every record
+            holds, leaves the id at ``label``).
           schema: CSV: a Schema channel giving column types (else inferred).
           input_config: which files to read (default: the format's files in
             input_base, ``*.csv``, ``*.parquet`` or the image folder's layout,

@@ -34,8 +34,8 @@ class SourceOptions:
     """How input files are read.
 
     Attributes:
-      label_key: a column every row must fill (tabular), or the label
-        feature's name (images).
+      label_key: a column every row must fill (tabular); images: the
+        feature of the class's id (``image_folder.class_id_key``).
       schema: CSV: column types (else inferred from the first rows).
       block_bytes: CSV: bytes of a file parsed as one block. Larger blocks
         cost less per row and more memory (about 5x the block per worker).
@@ -132,7 +132,7 @@ def plan_source(
                 "image folders are split by a hash of each record."
             )
         converter = image_source.ImageConverter(
-            options.label_key or image_folder.DEFAULT_LABEL_KEY, assigner
+            image_folder.class_id_key(options.label_key), assigner
         )
         return SourcePlan(
             source_format,

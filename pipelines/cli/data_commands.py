@@ -37,7 +37,9 @@ def add_parsers(commands) -> None:
         "--overwrite", action="store_true", help="replace what DEST holds (default: refuse)"
     )
     convert.add_argument(
-        "--label", help="tabular: column every row must fill; images: label feature name"
+        "--label",
+        help="tabular: column every row must fill; images: the feature of the class id "
+        "(default: label; every record names its class in class_name)",
     )
     convert.add_argument("--schema", help="CSV: schema.pbtxt giving column types")
     convert.add_argument(
@@ -127,6 +129,7 @@ def run_convert(args: argparse.Namespace) -> None:
     from tfrecord_pipelines.components import filesystem
     from tfrecord_pipelines.components.data_source import check_encoding, check_label, open_source
     from tfrecord_pipelines.components.example_gen.shard_plan import parse_size
+    from tfrecord_pipelines.components.image_folder import class_id_key
     from tfrecord_pipelines.components.shard_compression import default_compression
     from tfrecord_pipelines.components.spans import split_data_path
 
@@ -138,7 +141,9 @@ def run_convert(args: argparse.Namespace) -> None:
             "folder (e.g. events/day-31), or run the pipeline with --data and --span."
         )
     source = open_source(args.source, args.format)
-    if args.label and not source.is_images:
+    if source.is_images:
+        class_id_key(args.label)
+    elif args.label:
         check_label(source, args.label)
     if args.schema and not filesystem.exists(args.schema):
         raise UsageError(f"--schema {args.schema} does not exist.")

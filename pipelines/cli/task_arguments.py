@@ -154,8 +154,8 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--label",
-        help="column to predict (required with tabular --data; images: the class, "
-        f"default 'label'; default: {DEFAULT_LABEL})",
+        help="column to predict (required with tabular --data; default: "
+        f"{DEFAULT_LABEL}); images: always the class, by its folder's or labels.csv's name",
     )
     parser.add_argument(
         "--problem", choices=("classification", "regression"), default="classification"
@@ -377,13 +377,21 @@ def _task(args: argparse.Namespace, source):
         )
     if args.problem != "classification":
         raise UsageError("Image data trains a classifier: --problem must be classification.")
-    label = args.label or image_folder.DEFAULT_LABEL_KEY
+    # The class by name: what a folder or labels.csv names, and what every record holds.
+    label = image_folder.CLASS_NAME_KEY
+    if args.label not in (None, label):
+        raise UsageError(
+            f"--label {args.label}: an image folder's label is its class, named by its "
+            f"folder or {image_folder.LABELS_FILE} (the records' {label}); leave --label out."
+        )
     data_source.check_label(source, label)
-    leaks = {image_folder.CLASS_NAME_KEY, image_folder.FILENAME_KEY} & set(inputs or ())
+    copies = {label, image_folder.DEFAULT_LABEL_KEY, image_folder.FILENAME_KEY}
+    leaks = copies & set(inputs or ())
     if leaks:
         raise UsageError(
-            f"--inputs {', '.join(sorted(leaks))}: the class name is the label under another "
-            "name and the file name describes the file; neither may feed the model."
+            f"--inputs {', '.join(sorted(leaks))}: the class name is the label, its id "
+            f"({image_folder.DEFAULT_LABEL_KEY}) the same class by number and the file name "
+            "describes the file; none may feed the model."
         )
     if inputs and image_folder.IMAGE_KEY not in inputs:
         inputs = (image_folder.IMAGE_KEY, *inputs)

@@ -59,7 +59,8 @@ def sharded_example_gen(
       quarantine: the rows that could not be converted, with their reasons.
       summary: the shards, the quarantine and each feature's statistics (Markdown).
       label: tabular data: the column to predict (rows without it are quarantined);
-        images: the label feature's name (default ``label``).
+        images: the feature of the class's id (default ``label``; the class by name is
+        ``class_name``).
       source_format: csv, parquet or images; empty: found from the files.
       num_readers: workers expected to read the shards in parallel; each split
         gets at least as many shards, data allowing.
