@@ -201,6 +201,57 @@ def test_slice_by_a_column_the_data_does_not_have(capsys, tmp_path):
     assert err == f"error: --slice-by region: not a feature of {tmp_path}; features are: a, b, c."
 
 
+def test_slice_by_a_column_the_curated_schema_leaves_out(capsys, tmp_path):
+    (tmp_path / "d.csv").write_text("a,b,c\n1,2,x\n3,4,y\n")
+    schema = tmp_path / "schema.pbtxt"
+    schema.write_text('feature { name: "a" type: INT }\nfeature { name: "c" type: BYTES }\n')
+    status, err = _error_of(
+        capsys,
+        ["compile", "--data", str(tmp_path), "--label", "c", "--schema", str(schema),
+         "--slice-by", "b"],
+    )  # fmt: skip
+    assert status == 2
+    assert err == (
+        f"error: Slice feature 'b' is not a feature of schema {schema}; features are: a, c."
+    )
+
+
+def test_positive_class_with_a_module_files_own_label(capsys, tmp_path):
+    (tmp_path / "d.csv").write_text("a,c\n1,x\n3,y\n")
+    module = tmp_path / "mine.py"
+    module.write_text("def preprocessing_fn(inputs):\n    return inputs\n")
+    status, err = _error_of(
+        capsys,
+        ["compile", "--data", str(tmp_path), "--label", "c", "--module-file", str(module),
+         "--positive-class", "y"],
+    )  # fmt: skip
+    assert status == 2
+    assert err == (
+        f"error: --positive-class y: the preprocessing_fn of {module} makes the label, so the "
+        "Evaluator cannot find a class's id in it; leave --positive-class out."
+    )
+
+
+@pytest.mark.parametrize(
+    "labels, message",
+    [
+        ("filename,label,class_name\na.png,0,cat\nb.png,0,dog\n",
+         ": label 0 is named both 'cat' and 'dog'; each label needs one class name."),
+        ("filename,label,class_name\na.png,0,cat\nb.png,1,cat\n",
+         ": class 'cat' has the labels 0 and 1; each class needs one label."),
+        ("filename,label,class_name\na.png,cat,cat\n",
+         ", line 2: label 'cat' is not an integer id; with a class_name column the label is the "
+         "class's id (or drop class_name and give the class's name as the label)."),
+        ("filename,label\na.png,cat\nb.png,\n", ", line 3: b.png has no label."),
+    ],
+)  # fmt: skip
+def test_labels_files_that_name_classes_two_ways(capsys, tmp_path, labels, message):
+    (tmp_path / "labels.csv").write_text(labels)
+    status, err = _error_of(capsys, ["compile", "--data", str(tmp_path)])
+    assert status == 2
+    assert err == f"error: Labels file {tmp_path / 'labels.csv'}{message}"
+
+
 def test_convert_eval_rows_must_be_positive(capsys, tmp_path):
     (tmp_path / "d.csv").write_text("a,b\n1,2\n")
     status, err = _error_of(
@@ -218,8 +269,20 @@ def test_convert_eval_rows_must_be_positive(capsys, tmp_path):
         (["a", "b", "c"], ["--positive-class", "a"],
          "--positive-class is for a label of two classes; 'y' has 3 classes."),
         (["1.5", "2.5"], ["--problem", "regression", "--min-auc", "0.8"],
-         "--min-auc needs a classification label of at most 32 known classes: "
-         "'y' is a regression label."),
+         "--min-auc 0.8: 'y' is a regression label and its model has no such metric; "
+         "a regression model is blessed by --max-mae."),
+        (["1.5", "2.5"], ["--problem", "regression", "--min-accuracy", "0.9"],
+         "--min-accuracy 0.9: 'y' is a regression label and its model has no such metric; "
+         "a regression model is blessed by --max-mae."),
+        (["no", "yes"], ["--max-mae", "3"],
+         "--max-mae 3.0: 'y' is a classification label and its model has no such metric; "
+         "a classification model is blessed by --min-accuracy and --min-auc."),
+        # Classes are named as the model names them: a float label's 1.0 is its class "1",
+        # and a text label keeps its spaces.
+        (["1.0", "0.0"], ["--positive-class", "1.0"],
+         "--positive-class '1.0' is not a value of 'y'; it has '0' and '1'."),
+        ([" yes", "no "], ["--positive-class", "yes"],
+         "--positive-class 'yes' is not a value of 'y'; it has ' yes' and 'no '."),
         (["no", "yes"], ["--shard-size", "8MiB", "--num-shards", "3"],
          "--shard-size and --num-shards: Set a target shard size or a shard count, not both: "
          "the count would ignore the size."),

@@ -5,9 +5,12 @@ import tempfile
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_transform as tft
 import tensorflow_transform.beam as tft_beam
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
+from tfrecord_pipelines.components.example_gen.features import ColumnType
+from tfrecord_pipelines.components.label_values import class_name
 from tfrecord_pipelines.components.task import Task
 from tfrecord_pipelines.components.transform import preprocessing_fn
 
@@ -155,3 +158,32 @@ def test_varying_count_of_numbers_is_a_clear_error():
 def test_named_inputs_leave_the_rest_out():
     transformed, metadata = _transform_rows(RAW_SPEC, ROWS, Task(label="label", inputs=("color",)))
     assert sorted(f.name for f in metadata.schema.feature) == ["color_xf", "label_xf"]
+
+
+@pytest.mark.parametrize(
+    "dtype, column_type, values",
+    [
+        (tf.int64, ColumnType.INT, [0, 1, -3, 2**40]),
+        (tf.float32, ColumnType.FLOAT, [0.0, 1.0, 0.5, 2.25, -1.5, 1e6, 0.1]),
+        (tf.string, ColumnType.BYTES, [b" yes", b"no ", b"Adelie", "ü".encode()]),
+    ],
+)
+def test_the_label_vocabulary_names_classes_as_the_command_line_does(
+    tmp_path, dtype, column_type, values
+):
+    """The command line checks a positive class against ``class_name``'s names before
+    training; the Evaluator finds it in the vocabulary that Transform wrote."""
+    spec = {"x": tf.io.FixedLenFeature([1], tf.float32), "y": tf.io.FixedLenFeature([1], dtype)}
+    rows = [{"x": [float(i)], "y": [value]} for i, value in enumerate(values)]
+    metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(spec))
+    task = Task(label="y")
+    with tft_beam.Context(temp_dir=str(tmp_path / "tmp")):
+        transform_fn = (rows, metadata) | tft_beam.AnalyzeDataset(
+            lambda inputs: preprocessing_fn(inputs, task.to_custom_config())
+        )
+        _ = transform_fn | tft_beam.WriteTransformFn(str(tmp_path / "graph"))
+    vocabulary = tft.TFTransformOutput(str(tmp_path / "graph")).vocabulary_by_name("y_vocab")
+    as_text = [v.decode() if isinstance(v, bytes) else v for v in values]
+    assert sorted(t.decode() for t in vocabulary) == sorted(
+        class_name(v, column_type) for v in as_text
+    )

@@ -17,7 +17,8 @@ holds images), and each is handled by its type.
   a 224x224x3 image is 150 KB as uint8 and 602 KB as floats against tens of
   KB as JPEG, so decoding belongs in the Trainer's input pipeline;
 - the label (named by the task): a class index through a vocabulary for
-  classification, a float for regression.
+  classification (numbers as text: ``label_values.class_name``), a float
+  for regression.
 
 Vocabularies are ordered by the tokens' fingerprints, not by their counts:
 the same tokens get the same indices whatever their shares, so a model of
@@ -111,11 +112,15 @@ def _label(x: tf.Tensor | tf.SparseTensor, task: Task, stats: TrainStatistics | 
     if not task.is_classification:
         return _mean_imputed(task.label, x, stats)
     if x.dtype != tf.string:
-        # Integer class ids become strings so the vocabulary names classes readably.
+        # Numbers become text so the vocabulary names classes by value: integers in
+        # decimal, floats as %g ("1", "0.5"); label_values.class_name says the same in Python.
+        shortest = x.dtype.is_floating
         x = (
-            tf.SparseTensor(x.indices, tf.strings.as_string(x.values), x.dense_shape)
+            tf.SparseTensor(
+                x.indices, tf.strings.as_string(x.values, shortest=shortest), x.dense_shape
+            )
             if isinstance(x, tf.SparseTensor)
-            else tf.strings.as_string(x)
+            else tf.strings.as_string(x, shortest=shortest)
         )
     return _vocabulary_indices(task.label, _densify(x, default_value=""), stats, oov_buckets=0)
 

@@ -186,6 +186,18 @@ def _headline_metrics(metrics: dict[str, float], intervals: dict, classes=None) 
     return ", ".join(shown) + ending
 
 
+# Class names listed in the summary; the report lists them all.
+_CLASSES_NAMED = 10
+
+
+def _classes_line(classes) -> str:
+    """The classes the model tells apart, by name, and the positive one of two."""
+    names = ", ".join(sorted(classes.names)[:_CLASSES_NAMED])
+    more = len(classes.names) - _CLASSES_NAMED
+    text = f"{len(classes.names)}: {names}" + (f" and {more:,} more" if more > 0 else "")
+    return text + (f" (positive: {classes.positive})" if classes.positive else "")
+
+
 def _span_line(summary, source) -> str:
     """The span a run on data in spans converted, as a person reads it."""
     span, version, pattern = summary.span
@@ -281,6 +293,8 @@ def _print_summary(
             )
         print(f"  pushed model:  none ({'; '.join(reasons)})")
     print(f"  metrics:       {metrics}")
+    if summary.classes:
+        print(f"  classes:       {_classes_line(summary.classes)}")
     print(f"  evaluation:    {summary.evaluation}")
     print(f"  trained model: {summary.model}")
     if config.source.spans and not config.warm_start:

@@ -20,6 +20,7 @@ from tfrecord_pipelines.components.example_gen.shard_plan import (
     requested_sharding,
 )
 from tfrecord_pipelines.components.shard_compression import parse_compression
+from tfrecord_pipelines.definition.config import EvaluationThresholds
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = _REPO_ROOT / "data" / "penguins"
@@ -194,7 +195,10 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--eval-steps", type=int, default=20)
     parser.add_argument(
-        "--min-accuracy", type=float, default=0.6, help="classification: accuracy that blesses"
+        "--min-accuracy",
+        type=float,
+        help="classification: accuracy that blesses "
+        f"(default: {EvaluationThresholds.min_accuracy})",
     )
     parser.add_argument(
         "--max-mae", type=float, help="regression: mean absolute error that blesses"
@@ -426,33 +430,84 @@ def _check_slices(args: argparse.Namespace, source) -> tuple[str, ...]:
     return tuple(dict.fromkeys(args.slice_by))
 
 
-def _classes(source, task) -> list[str] | None:
-    """The label's classes, for per-class metrics: the folders (images), or the label
-    column's distinct values (tabular; reads that column, and checks it serves the task).
-    None for regression or too many classes."""
+def _classes(source, task, schema, encoding: str) -> list[str] | None:
+    """The label's classes, named as the model will name them, for per-class metrics and
+    the positive class: the class names (images), or the label column's distinct values
+    as the label's type writes them (tabular; reads that column, and checks it serves the
+    task). None for regression or too many classes."""
     from tfrecord_pipelines.components import image_folder
-    from tfrecord_pipelines.components.label_values import check_label_serves
+    from tfrecord_pipelines.components.label_values import check_label_serves, label_column_type
     from tfrecord_pipelines.definition.config import MAX_CLASSES_FOR_PER_CLASS_METRICS
 
     if source.is_images:
         classes = image_folder.class_names(source.root)
     else:
+        column_type = (
+            label_column_type(source, task.label, schema, encoding)
+            if task.is_classification
+            else None
+        )
         # Reads the label column: after the checks that read a header or a schema only.
         classes = check_label_serves(
-            source, task.label, task.problem, max_classes=MAX_CLASSES_FOR_PER_CLASS_METRICS + 1
+            source,
+            task.label,
+            task.problem,
+            max_classes=MAX_CLASSES_FOR_PER_CLASS_METRICS + 1,
+            column_type=column_type,
+            encoding=encoding,
         ).classes
     if not task.is_classification or len(classes) > MAX_CLASSES_FOR_PER_CLASS_METRICS:
         return None
     return sorted(classes)
 
 
-def _positive_class(args: argparse.Namespace, task, classes: list[str] | None) -> str | None:
+def _thresholds(args: argparse.Namespace, task) -> EvaluationThresholds:
+    """The thresholds that bless a model; each must be on a metric the task's model has."""
+    kind = "classification" if task.is_classification else "regression"
+    wrong = (
+        [("--max-mae", args.max_mae)]
+        if task.is_classification
+        else [("--min-accuracy", args.min_accuracy), ("--min-auc", args.min_auc)]
+    )
+    for flag, value in wrong:
+        if value is not None:
+            fits = "--min-accuracy and --min-auc" if task.is_classification else "--max-mae"
+            raise UsageError(
+                f"{flag} {value}: {task.label!r} is a {kind} label and its model has no such "
+                f"metric; a {kind} model is blessed by {fits}."
+            )
+    given = {
+        "min_accuracy": args.min_accuracy,
+        "max_mean_absolute_error": args.max_mae,
+        "min_auc": args.min_auc,
+    }
+    return EvaluationThresholds(**{k: v for k, v in given.items() if v is not None})
+
+
+def _module_file(args: argparse.Namespace):
+    """The --module-file, imported, or None."""
+    if not args.module_file:
+        return None
+    from tfrecord_pipelines.definition.module_file import load_module_file
+
+    path = args.module_file
+    return load_module_file(path if "://" in path else os.path.abspath(path))
+
+
+def _positive_class(
+    args: argparse.Namespace, task, classes: list[str] | None, module_file
+) -> str | None:
     """Two classes: the one --positive-class names, else the second in sorted order."""
-    if args.min_auc is not None and not classes:
+    from tfrecord_pipelines.definition.module_file import PREPROCESSING_FN
+
+    if args.positive_class is not None and module_file and module_file.defines(PREPROCESSING_FN):
         raise UsageError(
-            "--min-auc needs a classification label of at most 32 known classes"
-            + ("." if task.is_classification else f": {task.label!r} is a regression label.")
+            f"--positive-class {args.positive_class}: the preprocessing_fn of "
+            f"{module_file.path} makes the label, so the Evaluator cannot find a class's id "
+            "in it; leave --positive-class out."
         )
+    if args.min_auc is not None and not classes:
+        raise UsageError("--min-auc needs a classification label of at most 32 known classes.")
     if not classes or len(classes) != 2:
         if args.positive_class is not None:
             count = f"{len(classes)} classes" if classes else "no known classes"
@@ -508,7 +563,6 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
     from tfrecord_pipelines.definition.config import (
         DriftOptions,
         EvaluationOptions,
-        EvaluationThresholds,
         IngestOptions,
         PipelineConfig,
     )
@@ -526,21 +580,19 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
         **_image_settings(args, source.is_images),
     )
     dataset = dataset_name(source.input_base)
+    thresholds = _thresholds(args, task)
+    slice_by = _check_slices(args, source)
+    module_file = _module_file(args)
     schema_path = _resolve_schema(args, dataset)
-    if schema_path:
-        check_schema(schema_path, task.label, task.inputs or ())
-    classes = _classes(source, task)
-    evaluation = EvaluationOptions(
-        slice_by=_check_slices(args, source),
-        num_classes=len(classes) if classes else None,
-        positive_class=_positive_class(args, task, classes),
+    schema = (
+        check_schema(schema_path, task.label, task.inputs or (), slice_by) if schema_path else None
     )
-    module_file = None
-    if args.module_file:
-        from tfrecord_pipelines.definition.module_file import load_module_file
-
-        path = args.module_file
-        module_file = load_module_file(path if "://" in path else os.path.abspath(path))
+    classes = _classes(source, task, schema, args.encoding)
+    evaluation = EvaluationOptions(
+        slice_by=slice_by,
+        num_classes=len(classes) if classes else None,
+        positive_class=_positive_class(args, task, classes, module_file),
+    )
     name = args.name or dataset
     return PipelineConfig(
         name=name,
@@ -550,11 +602,7 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
         schema_path=schema_path,
         train_steps=args.train_steps,
         eval_steps=args.eval_steps,
-        thresholds=EvaluationThresholds(
-            min_accuracy=args.min_accuracy,
-            max_mean_absolute_error=args.max_mae,
-            min_auc=args.min_auc,
-        ),
+        thresholds=thresholds,
         evaluation=evaluation,
         training=training,
         ingest=IngestOptions(

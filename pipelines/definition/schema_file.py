@@ -10,13 +10,20 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 from tfrecord_pipelines.components import filesystem
 
 
-def check_schema(schema_path: str, label: str, inputs: Iterable[str] = ()) -> None:
-    """Raises ValueError unless the schema file parses and has the label and inputs.
+def check_schema(
+    schema_path: str, label: str, inputs: Iterable[str] = (), slice_by: Iterable[str] = ()
+) -> schema_pb2.Schema:
+    """Returns the schema, after checking that the file parses and has the label, the
+    inputs and the features the metrics are sliced by.
 
     Args:
       schema_path: a schema.pbtxt (local path or bucket URI).
       label: the label feature.
       inputs: the model's inputs, where the task names them.
+      slice_by: the features the Evaluator slices the metrics by.
+
+    Raises:
+      ValueError: naming the file and the feature that is not in it.
     """
     if not filesystem.exists(schema_path):
         raise ValueError(f"Schema file {schema_path} does not exist.")
@@ -27,9 +34,15 @@ def check_schema(schema_path: str, label: str, inputs: Iterable[str] = ()) -> No
     except text_format.ParseError as e:
         raise ValueError(f"Schema file {schema_path} is not a valid schema: {e}") from e
     names = [feature.name for feature in schema.feature]
-    for role, name in [("Label column", label), *(("Input feature", i) for i in inputs)]:
+    roles = [
+        ("Label column", label),
+        *(("Input feature", i) for i in inputs),
+        *(("Slice feature", s) for s in slice_by),
+    ]
+    for role, name in roles:
         if name not in names:
             raise ValueError(
                 f"{role} {name!r} is not a feature of schema {schema_path}; "
                 f"features are: {', '.join(names)}."
             )
+    return schema
