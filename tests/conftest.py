@@ -81,6 +81,22 @@ def run_summary(output: Path, name: str, printed: str):
     return summarize_run(store, name, printed_run_id(printed))
 
 
+def run_output(output: Path, name: str, printed: str, node_id: str, key: str):
+    """The ML Metadata artifact of ``node_id``'s output ``key`` in the run that printed
+    ``printed``."""
+    from tfrecord_pipelines.local.run_record import open_store, read_run
+
+    store = open_store(str(output / "metadata" / name / "metadata.db"))
+    return read_run(store, name, printed_run_id(printed))[node_id].output(key)
+
+
+def json_property(artifact, name: str):
+    """A custom property that TFX stored as JSON (a struct), as Python values."""
+    from google.protobuf import json_format
+
+    return json_format.MessageToDict(artifact.custom_properties[name].struct_value)
+
+
 def printed_run_id(printed: str) -> str:
     """The run id a finished ``run`` printed in its summary."""
     return re.search(r"^  run id: +(\S+)$", printed, re.MULTILINE).group(1)

@@ -198,3 +198,43 @@ def write_corrupt_photos(folder: Path, count: int = 40) -> dict[str, bool]:
         (folder / f"class{i % 2}" / name).write_bytes(damaged)
         decodes[name] = trainer_decodes(damaged)
     return decodes
+
+
+def write_photo_tiles(
+    folder: Path, per_class: int = 60, side: int = 32, layout: str = "folders"
+) -> dict[str, str]:
+    """Writes JPEG tiles of scikit-learn's two photographs, one class each: china, flower.
+
+    Args:
+      per_class: tiles of each photograph, at random places.
+      side: the tiles' side in pixels.
+      layout: ``folders`` (``china/``, ``flower/``) or ``labels-file`` (the tiles in
+        ``folder`` and a labels.csv naming each tile's class, with ids that are not
+        the names' sorted order: flower 0, china 1).
+
+    Returns:
+      Each tile's class, by file name.
+    """
+    import io
+
+    from PIL import Image
+
+    rng = random.Random(5)
+    classes = {}
+    rows = ["filename,label,class_name"]
+    for class_id, name in enumerate(("flower", "china")):
+        photo = Image.open(PHOTO.with_name(f"{name}.jpg")).convert("RGB")
+        target = folder / name if layout == "folders" else folder
+        target.mkdir(parents=True, exist_ok=True)
+        for i in range(per_class):
+            x, y = rng.randint(0, photo.width - 4 * side), rng.randint(0, photo.height - 4 * side)
+            tile = photo.crop((x, y, x + 4 * side, y + 4 * side)).resize((side, side))
+            encoded = io.BytesIO()
+            tile.save(encoded, "JPEG", quality=90)
+            file = f"{name}-{i:03d}.jpg"
+            (target / file).write_bytes(encoded.getvalue())
+            classes[file] = name
+            rows.append(f"{file},{class_id},{name}")
+    if layout != "folders":
+        (folder / "labels.csv").write_text("\n".join(rows) + "\n")
+    return classes

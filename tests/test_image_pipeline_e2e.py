@@ -9,8 +9,9 @@ import pytest
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from conftest import run_cli, run_summary
+from conftest import json_property, run_cli, run_output, run_summary
 from example_data import PLANTED_BAD_IMAGES, STRAY_FILE, write_digit_images
+from kfp_ui_layout import check_confusion_matrix
 from report_browser import load_report
 from tfrecord_pipelines.components.task import transformed_name
 from tfrecord_pipelines.components.trainer import make_dataset
@@ -21,13 +22,15 @@ pytestmark = pytest.mark.e2e
 
 # Three digits a small network tells apart after a few hundred steps; chance is 1/3.
 MIN_ACCURACY = 0.9
+# Their class folders: names that are not the classes' ids.
+CLASSES = ("zero", "one", "seven")
 
 
 @pytest.fixture(scope="module")
 def digits_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("digits-run")
     data = root / "digits-017"
-    labels = write_digit_images(data)
+    labels = write_digit_images(data, names=CLASSES)
     output = root / "out"
     result = run_cli("run", "--data", str(data), "--output", str(output), "--train-steps", "200")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -55,14 +58,14 @@ def _serve(summary):
 
 
 def _predict(serve, records: list[bytes]) -> np.ndarray:
-    (probabilities,) = serve(examples=tf.constant(records)).values()
-    return probabilities.numpy()
+    return serve(examples=tf.constant(records))["scores"].numpy()
 
 
-def _vocabulary(root: Path) -> list[int]:
-    """The label vocabulary: model output index -> class index."""
-    transform = tft.TFTransformOutput(str(_artifact(root, "Transform", "transform_graph")))
-    return [int(v) for v in transform.vocabulary_by_name("label_vocab")]
+def _served_classes(serve, records: list[bytes]) -> list[str]:
+    """The likeliest class of each record, by the name the serving signature gives it."""
+    served = serve(examples=tf.constant(records))
+    best = served["scores"].numpy().argmax(axis=1)
+    return [c.decode() for c in served["classes"].numpy()[np.arange(len(records)), best]]
 
 
 def test_image_model_is_blessed_and_pushed(digits_run):
@@ -73,10 +76,26 @@ def test_image_model_is_blessed_and_pushed(digits_run):
     # Odd encodings (CMYK JPEG, 16-bit PNG, RGBA, larger sizes) all decoded in training.
     assert "did not decode" not in result.stderr
     # The stray file was neither quarantined nor the reason for a refusal: named, left out.
-    assert summary.skipped_files == (1, [f"0/{STRAY_FILE}"])
-    assert f"skipped:       1 file not named like an image, left out: 0/{STRAY_FILE}" in (
+    assert summary.skipped_files == (1, [f"zero/{STRAY_FILE}"])
+    assert f"skipped:       1 file not named like an image, left out: zero/{STRAY_FILE}" in (
         result.stdout
     )
+
+
+def test_three_class_folders_name_the_classes_everywhere(digits_run):
+    root, _, summary, result = digits_run
+    output = root.parent.parent
+    # The label is the class by its folder's name: the summary, the metrics, KFP's
+    # confusion matrix and the serving signature name classes so, never by index.
+    assert "(images, label 'class_name', classification)" in result.stdout
+    assert sorted(summary.classes.names) == sorted(CLASSES) and summary.classes.positive is None
+    assert "  classes:       3: one, seven, zero\n" in result.stdout
+    for name in CLASSES:
+        assert f"recall ({name})" in [summary.classes.display(m) for m in summary.metrics]
+    ui = run_output(output, "digits-017", result.stdout, "Evaluator", "classification_metrics")
+    categories, _ = check_confusion_matrix(json_property(ui, "confusionMatrix"))
+    assert sorted(categories) == sorted(CLASSES)
+    assert set(_served_classes(_serve(summary), _eval_records(root)[:30])) <= set(CLASSES)
 
 
 def test_bad_files_are_quarantined_through_run(digits_run):
@@ -181,9 +200,8 @@ def test_model_predicts_from_pixels_not_from_the_label_copies(digits_run):
             swapped.append(example.SerializeToString())
     originals = [r for pair in zip(zeros, ones, strict=True) for r in pair]
     np.testing.assert_allclose(_predict(serve, swapped), _predict(serve, originals), atol=1e-6)
-    vocabulary = _vocabulary(root)
-    predicted = [vocabulary[i] for i in _predict(serve, swapped).argmax(axis=1)]
-    truth = [_feature(r, "label") for r in originals]
+    predicted = _served_classes(serve, swapped)
+    truth = [_feature(r, "class_name").decode() for r in originals]
     assert np.mean(np.equal(predicted, truth)) >= MIN_ACCURACY
     # An example holding only the image is served; bytes that are no image are an error.
     only_image = tf.train.Example()
