@@ -136,7 +136,11 @@ def _check_ui_outputs(evaluated, summary, blessed: bool) -> None:
     assert categories == list(summary.classes.names)
     assert sum(map(sum, counts)) == rows
     roc = check_roc_curve(classification.get_json_value_custom_property("confidenceMetrics"))
-    assert roc[0]["recall"] == pytest.approx(1.0) and roc[-1]["recall"] < 0.5
+    # From every positive found at the lowest threshold, down at the highest: to the
+    # positives scored exactly 1.0, which this model's softmax gives most of them (64 to 68
+    # of 85 in runs on 2026-11-27, the unchanged code's included), so no fixed share.
+    assert roc[0]["recall"] == pytest.approx(1.0) and roc[-1]["recall"] < roc[0]["recall"]
+    assert roc[-1]["falsePositiveRate"] < roc[0]["falsePositiveRate"]
     assert area_under(roc) == pytest.approx(auc.candidate, abs=0.01)
     page = Path(ui["summary"].uri).read_text()
     assert page.startswith(f"## Evaluation: {'blessed' if blessed else 'not blessed'}")
