@@ -15,7 +15,7 @@ from tfx.dsl.io import fileio
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ExecutionParameter
 
-SCHEMA_DIGEST_KEY = "schema_digest"
+from tfrecord_pipelines.components import keys
 
 
 def file_digest(path: str) -> str | None:
@@ -32,7 +32,7 @@ class CuratedSchemaGenSpec(standard_component_specs.ImportSchemaGenSpec):
     PARAMETERS = {
         **standard_component_specs.ImportSchemaGenSpec.PARAMETERS,
         # Part of TFX's cache key only; the executor reads the file itself.
-        SCHEMA_DIGEST_KEY: ExecutionParameter(type=str, optional=True),
+        keys.SCHEMA_DIGEST_KEY: ExecutionParameter(type=str, optional=True),
     }
 
 

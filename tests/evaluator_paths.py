@@ -10,10 +10,7 @@ from tfx.types import artifact_utils, standard_artifacts
 
 from tfrecord_pipelines.components import ui_artifacts
 from tfrecord_pipelines.components.evaluator.executor import Executor
-from tfrecord_pipelines.components.evaluator.label_classes import (
-    LABEL_VOCABULARY_KEY,
-    POSITIVE_CLASS_KEY,
-)
+from tfrecord_pipelines.components.keys import LABEL_VOCABULARY_KEY, POSITIVE_CLASS_KEY
 
 
 class TfmaPathExecutor(Executor):

@@ -9,6 +9,7 @@ import tensorflow_data_validation as tfdv
 from tensorflow_metadata.proto.v0 import schema_pb2
 from tfx.types import standard_artifacts
 
+from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.drift.common_bins import on_common_bins
 from tfrecord_pipelines.components.drift.executor import drift_report, with_comparators
 from tfrecord_pipelines.components.example_gen.statistics import QUANTILE_BUCKETS
@@ -87,7 +88,7 @@ def _push(tmp_path, on_drift: str, drifted: str):
         {"pushed_model": [pushed]},
         {
             "push_destination": json.dumps({"filesystem": {"base_directory": str(serving)}}),
-            "custom_config": json.dumps({pusher_executor.ON_DRIFT_KEY: on_drift}),
+            "custom_config": json.dumps({keys.ON_DRIFT_KEY: on_drift}),
         },
     )
     return pushed, sorted(p.name for p in serving.iterdir()) if serving.exists() else []
@@ -103,5 +104,5 @@ def test_a_drifted_spans_model_is_held_back_unless_drift_only_warns(
     artifact, served = _push(tmp_path, on_drift, drifted)
     assert artifact.get_int_custom_property("pushed") == int(pushed)
     assert len(served) == int(pushed)
-    held = artifact.get_string_custom_property(pusher_executor.BLOCKED_PROPERTY)
+    held = artifact.get_string_custom_property(keys.BLOCKED_PROPERTY)
     assert held == ("" if pushed else drifted)

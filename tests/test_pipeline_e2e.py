@@ -161,7 +161,7 @@ def test_tabular_trainer_reads_the_planned_shards(penguins_run):
 
 
 def test_transform_takes_its_analysis_from_the_statistics_and_reads_no_data(penguins_run):
-    from tfrecord_pipelines.components.transform.executor import ANALYSIS_KEY
+    from tfrecord_pipelines.components.keys import ANALYSIS_KEY
     from tfrecord_pipelines.local.run_record import open_store, read_run
 
     output, result = penguins_run

@@ -15,6 +15,7 @@ from tfx.dsl.components.base import base_component, executor_spec
 from tfx.types import standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 
+from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.drift import executor
 from tfrecord_pipelines.components.drift.thresholds import DEFAULT_MAX_JS, DEFAULT_MAX_LINF
 
@@ -23,18 +24,18 @@ class DriftCheckSpec(ComponentSpec):
     """DriftCheck's inputs, parameters and output."""
 
     PARAMETERS = {
-        executor.MAX_JS_KEY: ExecutionParameter(type=float),
-        executor.MAX_LINF_KEY: ExecutionParameter(type=float),
+        keys.MAX_JS_KEY: ExecutionParameter(type=float),
+        keys.MAX_LINF_KEY: ExecutionParameter(type=float),
     }
     INPUTS = {
-        executor.STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics),
-        executor.PREVIOUS_KEY: ChannelParameter(
+        keys.STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics),
+        keys.PREVIOUS_STATISTICS_KEY: ChannelParameter(
             type=standard_artifacts.ExampleStatistics, optional=True
         ),
-        executor.SCHEMA_KEY: ChannelParameter(type=standard_artifacts.Schema),
+        keys.SCHEMA_KEY: ChannelParameter(type=standard_artifacts.Schema),
     }
     OUTPUTS = {
-        executor.ANOMALIES_KEY: ChannelParameter(type=standard_artifacts.ExampleAnomalies),
+        keys.ANOMALIES_KEY: ChannelParameter(type=standard_artifacts.ExampleAnomalies),
     }
 
 

@@ -15,13 +15,15 @@ from tfx.types import artifact_utils
 from tfx.utils import io_utils
 
 from tfrecord_pipelines.components.drift.common_bins import on_common_bins
+from tfrecord_pipelines.components.keys import (
+    ANOMALIES_KEY,
+    MAX_JS_KEY,
+    MAX_LINF_KEY,
+    PREVIOUS_STATISTICS_KEY,
+    SCHEMA_KEY,
+    STATISTICS_KEY,
+)
 
-STATISTICS_KEY = "statistics"
-PREVIOUS_KEY = "previous_statistics"
-SCHEMA_KEY = "schema"
-ANOMALIES_KEY = "anomalies"
-MAX_JS_KEY = "max_js"
-MAX_LINF_KEY = "max_linf"
 # The split compared, and the file ExampleValidator writes its anomalies to.
 SPLIT = "train"
 ANOMALIES_FILE = "SchemaDiff.pb"
@@ -86,7 +88,7 @@ class Executor(base_executor.BaseExecutor):
         output = artifact_utils.get_single_instance(output_dict[ANOMALIES_KEY])
         output.split_names = artifact_utils.encode_split_names([SPLIT])
         current = artifact_utils.get_single_instance(input_dict[STATISTICS_KEY])
-        previous = (input_dict.get(PREVIOUS_KEY) or [None])[0]
+        previous = (input_dict.get(PREVIOUS_STATISTICS_KEY) or [None])[0]
         report: dict[str, dict[str, Any]] = {}
         anomalies = anomalies_pb2.Anomalies()
         if previous is not None:

@@ -9,12 +9,9 @@ from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.utils import json_utils
 
-from tfrecord_pipelines.components import code_version, ui_artifacts
-from tfrecord_pipelines.components.evaluator import executor, ui_metrics
-from tfrecord_pipelines.components.evaluator.label_classes import (
-    LABEL_VOCABULARY_KEY,
-    POSITIVE_CLASS_KEY,
-)
+from tfrecord_pipelines.components import keys, ui_artifacts
+from tfrecord_pipelines.components.evaluator import executor
+from tfrecord_pipelines.components.keys import LABEL_VOCABULARY_KEY, POSITIVE_CLASS_KEY
 
 
 class EvaluatorSpec(standard_component_specs.EvaluatorSpec):
@@ -25,15 +22,13 @@ class EvaluatorSpec(standard_component_specs.EvaluatorSpec):
         LABEL_VOCABULARY_KEY: ExecutionParameter(type=str, optional=True),
         POSITIVE_CLASS_KEY: ExecutionParameter(type=str, optional=True),
         # Keys TFX's cache on this project's executor code (code_version.py).
-        code_version.CUSTOM_CONFIG_KEY: ExecutionParameter(type=str, optional=True),
+        keys.CODE_VERSION_KEY: ExecutionParameter(type=str, optional=True),
     }
     OUTPUTS = {
         **standard_component_specs.EvaluatorSpec.OUTPUTS,
-        ui_metrics.METRICS_KEY: ChannelParameter(type=ui_artifacts.Metrics),
-        ui_metrics.CLASSIFICATION_METRICS_KEY: ChannelParameter(
-            type=ui_artifacts.ClassificationMetrics
-        ),
-        ui_metrics.SUMMARY_KEY: ChannelParameter(type=ui_artifacts.Markdown),
+        keys.METRICS_KEY: ChannelParameter(type=ui_artifacts.Metrics),
+        keys.CLASSIFICATION_METRICS_KEY: ChannelParameter(type=ui_artifacts.ClassificationMetrics),
+        keys.SUMMARY_KEY: ChannelParameter(type=ui_artifacts.Markdown),
     }
 
 

@@ -27,6 +27,7 @@ from tfx.components.evaluator import executor as tfx_executor
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils, json_utils, path_utils, proto_utils
 
+from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.evaluator import (
     batched_metrics,
     evaluation_files,
@@ -81,8 +82,8 @@ class Executor(tfx_executor.Executor):
     def Do(self, input_dict, output_dict, exec_properties) -> None:
         """Evaluates the candidate (and baseline) model and writes the blessing."""
         classes = None
-        vocabulary = exec_properties.get(label_classes.LABEL_VOCABULARY_KEY)
-        positive = exec_properties.get(label_classes.POSITIVE_CLASS_KEY) or None
+        vocabulary = exec_properties.get(keys.LABEL_VOCABULARY_KEY)
+        positive = exec_properties.get(keys.POSITIVE_CLASS_KEY) or None
         if vocabulary:
             model = artifact_utils.get_single_instance(
                 input_dict[standard_component_specs.MODEL_KEY]

@@ -20,9 +20,6 @@ import tensorflow as tf
 
 POSITIVE_CLASS_ID = 1
 LABEL_CLASSES_FILE = "label_classes.json"
-# The Evaluator's parameters beside TFX's.
-LABEL_VOCABULARY_KEY = "label_vocabulary"
-POSITIVE_CLASS_KEY = "positive_class"
 
 
 def read_vocabulary(model_path: str, vocabulary_file: str) -> list[str]:

@@ -26,10 +26,12 @@ from tfrecord_pipelines.components.evaluator.metric_values import (
     is_shown_metric,
     overall_metric_values,
 )
+from tfrecord_pipelines.components.keys import (
+    CLASSIFICATION_METRICS_KEY,
+    METRICS_KEY,
+    SUMMARY_KEY,
+)
 
-METRICS_KEY = "metrics"
-CLASSIFICATION_METRICS_KEY = "classification_metrics"
-SUMMARY_KEY = "summary"
 EVAL_ROWS = "eval rows"
 
 

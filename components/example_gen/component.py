@@ -24,15 +24,23 @@ from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfrecord_pipelines.components import ui_artifacts
 from tfrecord_pipelines.components.data_source import FORMATS as SOURCE_FORMATS
 from tfrecord_pipelines.components.data_source import DataSource
+from tfrecord_pipelines.components.example_gen.engines import BEAM, ENGINES
 from tfrecord_pipelines.components.example_gen.executor import Executor
-from tfrecord_pipelines.components.example_gen.keys import (
-    BEAM,
+from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
+from tfrecord_pipelines.components.example_gen.sources import (
+    DEFAULT_BLOCK_BYTES,
+    DEFAULT_ENCODING,
+    SourceOptions,
+)
+from tfrecord_pipelines.components.example_gen.span_driver import SpanDriver
+from tfrecord_pipelines.components.example_gen.spark import session
+from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
+from tfrecord_pipelines.components.keys import (
     BLOCK_BYTES_KEY,
     CODE_VERSION_KEY,
     COMPRESSION_KEY,
     ENCODING_KEY,
     ENGINE_KEY,
-    ENGINES,
     EVAL_ROWS_KEY,
     LABEL_KEY,
     MAX_BAD_FRACTION_KEY,
@@ -48,15 +56,6 @@ from tfrecord_pipelines.components.example_gen.keys import (
     SUMMARY_KEY,
     TARGET_SHARD_BYTES_KEY,
 )
-from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
-from tfrecord_pipelines.components.example_gen.sources import (
-    DEFAULT_BLOCK_BYTES,
-    DEFAULT_ENCODING,
-    SourceOptions,
-)
-from tfrecord_pipelines.components.example_gen.span_driver import SpanDriver
-from tfrecord_pipelines.components.example_gen.spark import session
-from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
 from tfrecord_pipelines.components.shard_compression import GZIP, parse_compression
 from tfrecord_pipelines.components.spans import parse_span
 

@@ -14,12 +14,12 @@ from tfx.dsl.io import fileio
 from tfx.types import standard_artifacts
 from tfx.utils import proto_utils
 
-from tfrecord_pipelines.components.example_gen import keys
+from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.example_gen.component import Quarantine, default_input_config
 from tfrecord_pipelines.components.example_gen.destination import fresh_destination
+from tfrecord_pipelines.components.example_gen.engines import BEAM
 from tfrecord_pipelines.components.example_gen.executor import Executor
-from tfrecord_pipelines.components.example_gen.keys import SHARD_PLAN_FILE
-from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
+from tfrecord_pipelines.components.example_gen.shard_plan import SHARD_PLAN_FILE, ShardingOptions
 from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
 
 QUARANTINE_DIR = "quarantine"
@@ -42,7 +42,7 @@ def convert(
     block_bytes: int | None = None,
     encoding: str | None = None,
     overwrite: bool = False,
-    engine: str = keys.BEAM,
+    engine: str = BEAM,
     spark_master: str | None = None,
     spark_conf: Mapping[str, str] | None = None,
 ) -> dict:

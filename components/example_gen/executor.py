@@ -18,21 +18,22 @@ from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils, proto_utils
 
-from tfrecord_pipelines.components import ui_artifacts
+from tfrecord_pipelines.components import keys, ui_artifacts
 from tfrecord_pipelines.components.data_source import IMAGES
-from tfrecord_pipelines.components.example_gen import keys, statistics, summary_page
+from tfrecord_pipelines.components.example_gen import statistics, summary_page
 from tfrecord_pipelines.components.example_gen.beam.shards import (
     SpillRecords,
     WriteShardedTFRecords,
 )
 from tfrecord_pipelines.components.example_gen.beam.sources import ReadSource
+from tfrecord_pipelines.components.example_gen.engines import BEAM, SPARK
 from tfrecord_pipelines.components.example_gen.quarantine import (
     QUARANTINE_FILE_PREFIX,
     QUARANTINE_FILE_SUFFIX,
     QUARANTINE_TAG,
     summarize_quarantine,
 )
-from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
+from tfrecord_pipelines.components.example_gen.shard_plan import SHARD_PLAN_FILE, ShardingOptions
 from tfrecord_pipelines.components.example_gen.sharded_writer import finalize_split
 from tfrecord_pipelines.components.example_gen.sources import (
     DEFAULT_BLOCK_BYTES,
@@ -309,7 +310,7 @@ class Executor(BaseExampleGenExecutor):
         span = _resolved(exec_properties, utils.SPAN_PROPERTY_NAME) or 0
         statistics_paths = _statistics_paths(output_dict, span, split_names)
         plans = _source_plans(exec_properties, input_config, output_config)
-        on_spark = (exec_properties.get(keys.ENGINE_KEY) or keys.BEAM) == keys.SPARK
+        on_spark = (exec_properties.get(keys.ENGINE_KEY) or BEAM) == SPARK
         if on_spark:
             _convert_with_spark(
                 plans,
@@ -370,7 +371,7 @@ class Executor(BaseExampleGenExecutor):
             skipped = [path for plan in plans for path in plan.skipped]
             report["skipped_files"] = {"count": len(skipped), "first": skipped[:100]}
         # Written whole or not at all: a plan is the mark of a complete conversion.
-        plan_path = os.path.join(examples.uri, keys.SHARD_PLAN_FILE)
+        plan_path = os.path.join(examples.uri, SHARD_PLAN_FILE)
         with tf.io.gfile.GFile(plan_path + ".partial", "w") as f:
             json.dump(report, f, indent=2)
         tf.io.gfile.rename(plan_path + ".partial", plan_path, overwrite=True)

@@ -19,7 +19,7 @@ from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
-from tfrecord_pipelines.components.example_gen.keys import REQUESTED_SPAN_KEY
+from tfrecord_pipelines.components.keys import REQUESTED_SPAN_KEY
 from tfrecord_pipelines.components.spans import parse_span
 
 # How TFX's drivers (local and Kubeflow v2) say that no file matches the span asked for.

@@ -16,6 +16,7 @@ from tfx.proto import pusher_pb2
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter
 
+from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.pusher import executor
 from tfrecord_pipelines.components.pusher.on_drift import BLOCK, ON_DRIFT
 
@@ -25,9 +26,7 @@ class PusherSpec(standard_component_specs.PusherSpec):
 
     INPUTS = {
         **standard_component_specs.PusherSpec.INPUTS,
-        executor.DRIFT_KEY: ChannelParameter(
-            type=standard_artifacts.ExampleAnomalies, optional=True
-        ),
+        keys.DRIFT_KEY: ChannelParameter(type=standard_artifacts.ExampleAnomalies, optional=True),
     }
 
 
@@ -57,7 +56,7 @@ class Pusher(base_component.BaseComponent):
           model: the Trainer's model.
           model_blessing: the Evaluator's blessing.
           push_destination: where blessed models go (a filesystem folder).
-          custom_config: the executor's settings (``executor.PUBLISH_KEY``).
+          custom_config: the executor's settings (``keys.PUBLISH_KEY``).
           drift: DriftCheck's anomalies for the span the model trained on.
           on_drift: ``block`` (a drifted span's model is not pushed) or ``warn``.
 
@@ -66,7 +65,7 @@ class Pusher(base_component.BaseComponent):
         """
         if on_drift not in ON_DRIFT:
             raise ValueError(f"on_drift must be one of {', '.join(ON_DRIFT)}, got {on_drift!r}.")
-        config = {**(custom_config or {}), executor.ON_DRIFT_KEY: on_drift}
+        config = {**(custom_config or {}), keys.ON_DRIFT_KEY: on_drift}
         super().__init__(
             spec=PusherSpec(
                 model=model,

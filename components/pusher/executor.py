@@ -25,17 +25,18 @@ from tfx.proto import pusher_pb2
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils, json_utils, proto_utils
 
+from tfrecord_pipelines.components.keys import (
+    BLOCKED_PROPERTY,
+    DRIFT_KEY,
+    ON_DRIFT_KEY,
+    PUBLISH_KEY,
+    STAGED_PATH_PROPERTY,
+)
 from tfrecord_pipelines.components.pusher.on_drift import BLOCK
 
 STAGED_PREFIX = ".staged-"
-# The optional input of the span's drift (DriftCheck's anomalies), and what to do about it.
-DRIFT_KEY = "drift"
-ON_DRIFT_KEY = "on_drift"
-BLOCKED_PROPERTY = "blocked_by_drift"
-PUBLISH_KEY = "publish"
+# custom_config[PUBLISH_KEY]: the orchestrator publishes the staged model.
 PUBLISH_AFTER_METADATA = "after_metadata"
-# Custom property of the PushedModel: where the model waits until it is published.
-STAGED_PATH_PROPERTY = "staged_path"
 _SAVED_MODEL_PB = "saved_model.pb"
 
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from tfrecord_pipelines.components.example_gen.keys import SHARD_PLAN_FILE
+from tfrecord_pipelines.components.example_gen.shard_plan import SHARD_PLAN_FILE
 
 # Without a train_steps or epochs: at least one epoch, and at least this many steps.
 DEFAULT_MIN_STEPS = 1000

@@ -8,6 +8,7 @@ from tfx.dsl.components.base import executor_spec
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter
 
+from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.transform import executor
 
 
@@ -16,7 +17,7 @@ class TransformSpec(standard_component_specs.TransformSpec):
 
     INPUTS = {
         **standard_component_specs.TransformSpec.INPUTS,
-        executor.STATISTICS_KEY: ChannelParameter(
+        keys.STATISTICS_KEY: ChannelParameter(
             type=standard_artifacts.ExampleStatistics, optional=True
         ),
     }

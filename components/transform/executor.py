@@ -30,17 +30,13 @@ from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils, json_utils
 
 from tfrecord_pipelines.components.example_gen.statistics import STATISTICS_FILE
+from tfrecord_pipelines.components.keys import ANALYSIS_KEY, STATISTICS_KEY
 from tfrecord_pipelines.components.transform import in_place_analysis
 from tfrecord_pipelines.components.transform.in_place_analysis import ANALYZED_SPLIT
 from tfrecord_pipelines.components.transform.statistics_analysis import STATISTICS_PATH_KEY
 
-# The transform_graph artifact's custom property: {"analyzed": [...], "from_cache": [...],
-# "from_statistics": [...]}, each a list of the analyzed splits' file patterns.
-ANALYSIS_KEY = "analysis"
 # tf.Transform's list of a dataset's cache entries, in the dataset's cache folder.
 _MANIFEST = "MANIFEST"
-# The optional input: ExampleGen's statistics of the examples.
-STATISTICS_KEY = "statistics"
 
 
 def _dataset_folder(cache_uri: str, file_pattern: str) -> str | None:

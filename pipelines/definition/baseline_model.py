@@ -8,10 +8,10 @@ from tfx import types
 from tfx import v1 as tfx
 from tfx.components.evaluator import constants as evaluator_constants
 
+from tfrecord_pipelines.components.keys import MODEL_BLESSING_KEY, MODEL_KEY
 from tfrecord_pipelines.definition.span_window import outputs_of, spans_read
 
-MODEL_KEY = "model"
-BLESSING_KEY = "model_blessing"
+# The baseline Resolver's input of this run's model, which it never picks.
 CANDIDATE_KEY = "candidate"
 BASELINE_RESOLVER = "latest_blessed_model_resolver"
 BASE_MODEL_RESOLVER = "warm_start_model_resolver"
@@ -28,12 +28,16 @@ class LatestOtherBlessedModelStrategy(tfx.dsl.experimental.ResolverStrategy):
 
     def resolve_artifacts(self, store, input_dict: dict[str, list[types.Artifact]]):
         candidates = {a.id for a in input_dict.get(CANDIDATE_KEY, [])}
-        blessings = _blessed(input_dict.get(BLESSING_KEY, []))
-        result = {MODEL_KEY: [], BLESSING_KEY: [], CANDIDATE_KEY: input_dict.get(CANDIDATE_KEY, [])}
+        blessings = _blessed(input_dict.get(MODEL_BLESSING_KEY, []))
+        result = {
+            MODEL_KEY: [],
+            MODEL_BLESSING_KEY: [],
+            CANDIDATE_KEY: input_dict.get(CANDIDATE_KEY, []),
+        }
         for model in sorted(input_dict.get(MODEL_KEY, []), key=lambda a: a.id, reverse=True):
             if model.id in blessings and model.id not in candidates:
                 result[MODEL_KEY] = [model]
-                result[BLESSING_KEY] = [blessings[model.id]]
+                result[MODEL_BLESSING_KEY] = [blessings[model.id]]
                 break
         return result
 
@@ -60,12 +64,12 @@ class LatestBlessedModelBeforeSpanStrategy(tfx.dsl.experimental.ResolverStrategy
         self._end = end
 
     def resolve_artifacts(self, store, input_dict: dict[str, list[types.Artifact]]):  # noqa: D102
-        blessings = _blessed(input_dict.get(BLESSING_KEY, []))
+        blessings = _blessed(input_dict.get(MODEL_BLESSING_KEY, []))
         for model in sorted(input_dict.get(MODEL_KEY, []), key=lambda a: a.id, reverse=True):
             if model.id in blessings and max(spans_read(store, model.id), default=-1) < self._end:
-                return {MODEL_KEY: [model], BLESSING_KEY: [blessings[model.id]]}
+                return {MODEL_KEY: [model], MODEL_BLESSING_KEY: [blessings[model.id]]}
         # A Resolver's result has every key of its inputs.
-        return {MODEL_KEY: [], BLESSING_KEY: []}
+        return {MODEL_KEY: [], MODEL_BLESSING_KEY: []}
 
 
 def base_model_resolver(trainer_id: str, evaluator_id: str, end: int) -> tfx.dsl.Resolver:

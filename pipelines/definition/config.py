@@ -7,7 +7,7 @@ import re
 
 from tfrecord_pipelines.components.data_source import DataSource, check_encoding
 from tfrecord_pipelines.components.drift.thresholds import DEFAULT_MAX_JS, DEFAULT_MAX_LINF
-from tfrecord_pipelines.components.example_gen.keys import ENGINES
+from tfrecord_pipelines.components.example_gen.engines import ENGINES
 from tfrecord_pipelines.components.example_gen.shard_plan import (
     ShardingOptions,
     requested_sharding,

@@ -31,10 +31,9 @@ from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
 from tfx.dsl.components.base.base_node import BaseNode
 
-from tfrecord_pipelines.components import code_version
+from tfrecord_pipelines.components import code_version, keys
 from tfrecord_pipelines.components.curated_schema import CuratedSchemaGen
 from tfrecord_pipelines.components.drift.component import DriftCheck
-from tfrecord_pipelines.components.drift.executor import ANOMALIES_KEY
 from tfrecord_pipelines.components.evaluator.component import Evaluator
 from tfrecord_pipelines.components.example_gen import ShardedExampleGen
 from tfrecord_pipelines.components.example_gen.component import input_config_for
@@ -44,7 +43,6 @@ from tfrecord_pipelines.components.task import vocabulary_name
 from tfrecord_pipelines.components.trainer.training_length import DEFAULT_MIN_STEPS
 from tfrecord_pipelines.components.transform.component import Transform
 from tfrecord_pipelines.definition.baseline_model import (
-    MODEL_KEY,
     base_model_resolver,
     baseline_model_resolver,
 )
@@ -53,8 +51,6 @@ from tfrecord_pipelines.definition.evaluation import make_eval_config
 from tfrecord_pipelines.definition.module_file import PREPROCESSING_FN, RUN_FN
 from tfrecord_pipelines.definition.span_window import (
     CACHE_KEY,
-    EXAMPLES_KEY,
-    STATISTICS_KEY,
     analyzer_cache_resolver,
     previous_span_statistics_resolver,
     span_window_resolver,
@@ -121,7 +117,7 @@ def _ingest(config: PipelineConfig, span) -> tuple:
         spark_conf=dict(config.ingest.spark_conf) or None,
         label_key=config.task.label,
         # A curated schema types the CSV columns; otherwise they are inferred.
-        schema=curated_schema.outputs["schema"] if curated_schema else None,
+        schema=curated_schema.outputs[keys.SCHEMA_KEY] if curated_schema else None,
         code_version=code_version.code_version(code_version.EXAMPLE_GEN_CODE),
         span=span,
     ).with_id(EXAMPLE_GEN_ID)
@@ -165,8 +161,8 @@ def _drift_check(config: PipelineConfig, statistics, schema_gen) -> tuple | None
     previous = previous_span_statistics_resolver(EXAMPLE_GEN_ID, int(config.span))
     check = DriftCheck(
         statistics=statistics,
-        previous_statistics=previous.outputs[STATISTICS_KEY],
-        schema=schema_gen.outputs["schema"],
+        previous_statistics=previous.outputs[keys.STATISTICS_KEY],
+        schema=schema_gen.outputs[keys.SCHEMA_KEY],
         max_js=config.drift.max_js,
         max_linf=config.drift.max_linf,
     ).with_id(DRIFT_CHECK_ID)
@@ -216,14 +212,16 @@ def create_pipeline(
     curated_schema, example_gen = _ingest(
         config, config.span if requested_span is None else requested_span
     )
-    statistics = example_gen.outputs["statistics"]
+    statistics = example_gen.outputs[keys.STATISTICS_KEY]
     window = _window(config, example_gen)
-    examples = window.outputs[EXAMPLES_KEY] if window else example_gen.outputs["examples"]
+    examples = (
+        window.outputs[keys.EXAMPLES_KEY] if window else example_gen.outputs[keys.EXAMPLES_KEY]
+    )
     schema_gen = curated_schema or tfx.components.SchemaGen(
         statistics=statistics, infer_feature_shape=True
     )
     example_validator = tfx.components.ExampleValidator(
-        statistics=statistics, schema=schema_gen.outputs["schema"]
+        statistics=statistics, schema=schema_gen.outputs[keys.SCHEMA_KEY]
     ).with_id(EXAMPLE_VALIDATOR_ID)
     task_config = config.task.to_custom_config()
     # Images are never copied: a module file's run_fn gets ExampleGen's shards.
@@ -236,7 +234,7 @@ def create_pipeline(
         # The built-in preprocessing_fn takes its analyzers' results from ExampleGen's
         # statistics where they are exact; a window's spans each have their own.
         statistics=statistics if built_in_preprocessing and not window else None,
-        schema=schema_gen.outputs["schema"],
+        schema=schema_gen.outputs[keys.SCHEMA_KEY],
         materialize=materialize,
         # ExampleGen has described the data already; Transform's pre- and
         # post-transform statistics would be two more passes that nothing shows.
@@ -257,10 +255,10 @@ def create_pipeline(
     training = dataclasses.replace(config.training, raw_examples=not materialize)
     warm_start = _base_model(config) if compare_to_latest_blessed else None
     trainer = tfx.components.Trainer(
-        examples=(transform.outputs["transformed_examples"] if materialize else examples),
-        transform_graph=transform.outputs["transform_graph"],
-        schema=schema_gen.outputs["schema"],
-        base_model=warm_start.outputs[MODEL_KEY] if warm_start else None,
+        examples=(transform.outputs[keys.TRANSFORMED_EXAMPLES_KEY] if materialize else examples),
+        transform_graph=transform.outputs[keys.TRANSFORM_GRAPH_KEY],
+        schema=schema_gen.outputs[keys.SCHEMA_KEY],
+        base_model=warm_start.outputs[keys.MODEL_KEY] if warm_start else None,
         # 0 is TFX's "not set": the built-in run_fn then plans from the data's size.
         train_args=tfx.proto.TrainArgs(num_steps=_train_steps(config, users_run_fn)),
         eval_args=tfx.proto.EvalArgs(num_steps=config.eval_steps),
@@ -282,13 +280,13 @@ def create_pipeline(
     ]
     baseline_model = None
     if compare_to_latest_blessed:
-        resolver = baseline_model_resolver(trainer.outputs["model"])
-        baseline_model = resolver.outputs["model"]
+        resolver = baseline_model_resolver(trainer.outputs[keys.MODEL_KEY])
+        baseline_model = resolver.outputs[keys.MODEL_KEY]
         components.append(resolver)
     built_in_label = config.task.is_classification and built_in_preprocessing
     evaluator = Evaluator(
-        examples=example_gen.outputs["examples"],
-        model=trainer.outputs["model"],
+        examples=example_gen.outputs[keys.EXAMPLES_KEY],
+        model=trainer.outputs[keys.MODEL_KEY],
         baseline_model=baseline_model,
         eval_config=make_eval_config(config.task, config.thresholds, config.evaluation),
         # The built-in preprocessing_fn names the label's vocabulary; a module file's may not.
@@ -300,20 +298,20 @@ def create_pipeline(
     if drift:
         components += list(drift)
     pusher = Pusher(
-        model=trainer.outputs["model"],
-        model_blessing=evaluator.outputs["blessing"],
+        model=trainer.outputs[keys.MODEL_KEY],
+        model_blessing=evaluator.outputs[keys.BLESSING_KEY],
         push_destination=tfx.proto.PushDestination(
             filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.serving_dir)
         ),
         custom_config={
             **code_version.custom_config_entry(code_version.PUSHER_CODE),
             **(
-                {pusher_executor.PUBLISH_KEY: pusher_executor.PUBLISH_AFTER_METADATA}
+                {keys.PUBLISH_KEY: pusher_executor.PUBLISH_AFTER_METADATA}
                 if publish_after_metadata
                 else {}
             ),
         },
-        drift=drift[1].outputs[ANOMALIES_KEY] if drift else None,
+        drift=drift[1].outputs[keys.ANOMALIES_KEY] if drift else None,
         on_drift=config.drift.on_drift,
     ).with_id(PUSHER_ID)
     components += [evaluator, pusher]

@@ -22,13 +22,12 @@ from tfx import types
 from tfx import v1 as tfx
 from tfx.dsl.components.base import base_node
 
-from tfrecord_pipelines.components.example_gen.keys import SHARD_PLAN_KEY
+from tfrecord_pipelines.components.keys import EXAMPLES_KEY, SHARD_PLAN_KEY, STATISTICS_KEY
 
 WINDOW_RESOLVER = "span_window_resolver"
 PREVIOUS_SPAN_RESOLVER = "previous_span_resolver"
-STATISTICS_KEY = "statistics"
 ANALYZER_CACHE_RESOLVER = "analyzer_cache_resolver"
-EXAMPLES_KEY = "examples"
+# The analyzer cache Resolver's output.
 CACHE_KEY = "cache"
 _SPAN = "span"
 _VERSION = "version"

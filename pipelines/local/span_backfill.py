@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tfrecord_pipelines.components.example_gen.keys import SHARD_PLAN_KEY
+from tfrecord_pipelines.components.keys import SHARD_PLAN_KEY
 from tfrecord_pipelines.components.spans import SpanFolder, SpanPattern
 from tfrecord_pipelines.local.run_record import NODE_CONTEXT
 

@@ -14,7 +14,8 @@ import shutil
 
 from ml_metadata.proto import metadata_store_pb2
 
-from tfrecord_pipelines.components.pusher.executor import STAGED_PATH_PROPERTY, STAGED_PREFIX
+from tfrecord_pipelines.components.keys import STAGED_PATH_PROPERTY
+from tfrecord_pipelines.components.pusher.executor import STAGED_PREFIX
 from tfrecord_pipelines.local.run_record import node_ids_by_execution
 
 _DONE = (metadata_store_pb2.Execution.COMPLETE, metadata_store_pb2.Execution.CACHED)

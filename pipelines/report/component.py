@@ -19,8 +19,9 @@ from tfx.types import standard_artifacts
 from tfx.types import standard_component_specs as specs
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 
+from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.example_gen.component import Quarantine
-from tfrecord_pipelines.components.example_gen.keys import QUARANTINE_KEY
+from tfrecord_pipelines.components.keys import QUARANTINE_KEY
 from tfrecord_pipelines.components.ui_artifacts import Html
 from tfrecord_pipelines.report import executor
 from tfrecord_pipelines.report.contents import ARTIFACT_SOURCES
@@ -43,11 +44,11 @@ class ReporterSpec(ComponentSpec):
     """The Reporter's inputs, parameters and output."""
 
     PARAMETERS = {
-        executor.PIPELINE_NAME_KEY: ExecutionParameter(type=str),
-        executor.IMAGES_KEY: ExecutionParameter(type=int),
+        keys.PIPELINE_NAME_KEY: ExecutionParameter(type=str),
+        keys.IMAGES_KEY: ExecutionParameter(type=int),
     }
     INPUTS = {key: ChannelParameter(type=kind, optional=True) for key, kind in _INPUT_TYPES.items()}
-    OUTPUTS = {executor.REPORT_KEY: ChannelParameter(type=Html)}
+    OUTPUTS = {keys.REPORT_KEY: ChannelParameter(type=Html)}
 
 
 class Reporter(base_component.BaseComponent):

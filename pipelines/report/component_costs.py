@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from tfrecord_pipelines.components.example_gen.keys import SHARD_PLAN_KEY
+from tfrecord_pipelines.components import keys
+from tfrecord_pipelines.components.keys import SHARD_PLAN_KEY
 from tfrecord_pipelines.components.trainer.training_length import TrainingLength
 from tfrecord_pipelines.definition.pipeline import (
     EVALUATOR_ID,
@@ -57,7 +58,7 @@ class ComponentCost:
 def example_gen_shard_plan(run: dict[str, NodeExecution]) -> dict:
     """The run's ShardedExampleGen shard plan, as its examples artifact records it ({} if none)."""
     node = run.get(EXAMPLE_GEN_ID)
-    examples = node.output("examples") if node else None
+    examples = node.output(keys.EXAMPLES_KEY) if node else None
     if examples is None or SHARD_PLAN_KEY not in examples.custom_properties:
         return {}
     return json.loads(examples.custom_properties[SHARD_PLAN_KEY].string_value)

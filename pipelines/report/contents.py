@@ -15,13 +15,13 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from tfrecord_pipelines.components import filesystem
-from tfrecord_pipelines.components.example_gen.keys import QUARANTINE_KEY, SHARD_PLAN_FILE
+from tfrecord_pipelines.components import filesystem, keys
 from tfrecord_pipelines.components.example_gen.quarantine import (
     QuarantineSummary,
     summarize_quarantine,
 )
-from tfrecord_pipelines.components.pusher.executor import BLOCKED_PROPERTY
+from tfrecord_pipelines.components.example_gen.shard_plan import SHARD_PLAN_FILE
+from tfrecord_pipelines.components.keys import BLOCKED_PROPERTY
 from tfrecord_pipelines.components.trainer.training_length import (
     TrainingLength,
     read_training_report,
@@ -49,16 +49,16 @@ QUARANTINE_ROWS_SHOWN = 10
 # outputs each and its output key (None: whichever component outputs that key,
 # as SchemaGen, ImportSchemaGen or a curated schema's component does the schema).
 ARTIFACT_SOURCES = {
-    "examples": (EXAMPLE_GEN_ID, "examples"),
-    QUARANTINE_KEY: (EXAMPLE_GEN_ID, QUARANTINE_KEY),
-    "statistics": (EXAMPLE_GEN_ID, "statistics"),
+    keys.EXAMPLES_KEY: (EXAMPLE_GEN_ID, keys.EXAMPLES_KEY),
+    keys.QUARANTINE_KEY: (EXAMPLE_GEN_ID, keys.QUARANTINE_KEY),
+    keys.STATISTICS_KEY: (EXAMPLE_GEN_ID, keys.STATISTICS_KEY),
     # ExampleValidator's: DriftCheck's output has the same key.
-    "anomalies": (EXAMPLE_VALIDATOR_ID, "anomalies"),
-    "schema": (None, "schema"),
-    "model_run": (TRAINER_ID, "model_run"),
-    "evaluation": (EVALUATOR_ID, "evaluation"),
-    "blessing": (EVALUATOR_ID, "blessing"),
-    "pushed_model": (PUSHER_ID, "pushed_model"),
+    keys.ANOMALIES_KEY: (EXAMPLE_VALIDATOR_ID, keys.ANOMALIES_KEY),
+    keys.SCHEMA_KEY: (None, keys.SCHEMA_KEY),
+    keys.MODEL_RUN_KEY: (TRAINER_ID, keys.MODEL_RUN_KEY),
+    keys.EVALUATION_KEY: (EVALUATOR_ID, keys.EVALUATION_KEY),
+    keys.BLESSING_KEY: (EVALUATOR_ID, keys.BLESSING_KEY),
+    keys.PUSHED_MODEL_KEY: (PUSHER_ID, keys.PUSHED_MODEL_KEY),
 }
 _THUMBNAIL_SPLIT = "eval"
 
@@ -194,20 +194,20 @@ def run_artifacts(
     def uri(key: str) -> str | None:
         return found[key].uri if key in found else None
 
-    blessing, pushed = found.get("blessing"), found.get("pushed_model")
+    blessing, pushed = found.get(keys.BLESSING_KEY), found.get(keys.PUSHED_MODEL_KEY)
     evaluated = blessing is not None
     was_pushed = pushed is not None and pushed.get_int_custom_property("pushed") == 1
     blocked = pushed is not None and pushed.has_custom_property(BLOCKED_PROPERTY)
     destination = pushed.get_string_custom_property("pushed_destination") if was_pushed else None
     return RunArtifacts(
-        examples_uri=uri("examples"),
+        examples_uri=uri(keys.EXAMPLES_KEY),
         images=images,
-        quarantine_uri=uri(QUARANTINE_KEY),
-        statistics_uri=uri("statistics"),
-        anomalies_uri=uri("anomalies"),
-        schema_uri=uri("schema"),
-        model_run_uri=uri("model_run"),
-        evaluation_uri=uri("evaluation"),
+        quarantine_uri=uri(keys.QUARANTINE_KEY),
+        statistics_uri=uri(keys.STATISTICS_KEY),
+        anomalies_uri=uri(keys.ANOMALIES_KEY),
+        schema_uri=uri(keys.SCHEMA_KEY),
+        model_run_uri=uri(keys.MODEL_RUN_KEY),
+        evaluation_uri=uri(keys.EVALUATION_KEY),
         blessed=blessing.get_int_custom_property("blessed") == 1 if evaluated else None,
         baseline_model=baseline_model if evaluated else None,
         pusher_finished=pushed is not None,

@@ -10,7 +10,7 @@ from tfx import types
 from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
-from tfrecord_pipelines.components import ui_artifacts
+from tfrecord_pipelines.components import keys, ui_artifacts
 from tfrecord_pipelines.report.contents import (
     ARTIFACT_SOURCES,
     RunReport,
@@ -19,9 +19,6 @@ from tfrecord_pipelines.report.contents import (
 )
 from tfrecord_pipelines.report.render import render
 
-PIPELINE_NAME_KEY = "pipeline_name"
-IMAGES_KEY = "images"
-REPORT_KEY = "report"
 WRITTEN_BY = "the run's Reporter task, from its input artifacts"
 COMPONENTS_ELSEWHERE = (
     "Each task's state and duration: on the run's page in Kubeflow Pipelines' UI. This page "
@@ -51,16 +48,16 @@ class Executor(base_executor.BaseExecutor):
           output_dict: ``report``, a ``system.HTML`` artifact.
           exec_properties: the pipeline's name and whether its data are images.
         """
-        page = artifact_utils.get_single_instance(output_dict[REPORT_KEY])
+        page = artifact_utils.get_single_instance(output_dict[keys.REPORT_KEY])
         found = {
             key: artifact_utils.get_single_instance(input_dict[key])
             for key in ARTIFACT_SOURCES
             if input_dict.get(key)
         }
-        fields = read_sections(run_artifacts(found, bool(exec_properties[IMAGES_KEY])))
+        fields = read_sections(run_artifacts(found, bool(exec_properties[keys.IMAGES_KEY])))
         fields["missing"]["components"] = COMPONENTS_ELSEWHERE
         report = RunReport(
-            pipeline=exec_properties[PIPELINE_NAME_KEY],
+            pipeline=exec_properties[keys.PIPELINE_NAME_KEY],
             run_id=run_folder(page.uri),
             written_by=WRITTEN_BY,
             **fields,

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
+from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.evaluator.intervals import metric_intervals
 from tfrecord_pipelines.components.evaluator.metric_values import (
     candidate_values,
     overall_metric_values,
 )
-from tfrecord_pipelines.components.pusher.executor import BLOCKED_PROPERTY
+from tfrecord_pipelines.components.keys import BLOCKED_PROPERTY
 from tfrecord_pipelines.components.trainer.input_stall import last_epoch_share
 from tfrecord_pipelines.components.trainer.resume import resumed_steps
 from tfrecord_pipelines.components.trainer.training_length import (
@@ -142,26 +143,26 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
     """
     run = read_run(store, pipeline_name, run_id)
     pusher_execution = _node(run, PUSHER_ID)
-    pusher = pusher_execution.output("pushed_model")
+    pusher = pusher_execution.output(keys.PUSHED_MODEL_KEY)
     evaluator = _node(run, EVALUATOR_ID)
     trainer = _node(run, TRAINER_ID)
     example_gen = _node(run, EXAMPLE_GEN_ID)
-    quarantine = example_gen.output("quarantine")
+    quarantine = example_gen.output(keys.QUARANTINE_KEY)
     plan = example_gen_shard_plan(run)
     skipped = plan.get("skipped_files", {})
-    evaluation = evaluator.output("evaluation")
-    model_run = trainer.output("model_run")
+    evaluation = evaluator.output(keys.EVALUATION_KEY)
+    model_run = trainer.output(keys.MODEL_RUN_KEY)
     was_pushed = pusher.custom_properties["pushed"].int_value == 1
     training = read_training_report(model_run.uri)
     # One read of TFMA's metrics and plots: the intervals come from the same values.
     metrics = overall_metrics(evaluation.uri)
     window = summarize_window(run)
     return RunSummary(
-        blessed=evaluator.output("blessing").custom_properties["blessed"].int_value == 1,
+        blessed=evaluator.output(keys.BLESSING_KEY).custom_properties["blessed"].int_value == 1,
         pushed_model=(
             pusher.custom_properties["pushed_destination"].string_value if was_pushed else None
         ),
-        model=trainer.output("model").uri,
+        model=trainer.output(keys.MODEL_KEY).uri,
         evaluation=evaluation.uri,
         metrics=metrics,
         intervals=metric_intervals(metrics),

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from tfrecord_pipelines.components.example_gen.keys import SHARD_PLAN_KEY
-from tfrecord_pipelines.components.transform.executor import ANALYSIS_KEY
+from tfrecord_pipelines.components import keys
+from tfrecord_pipelines.components.keys import ANALYSIS_KEY, SHARD_PLAN_KEY
 from tfrecord_pipelines.definition.pipeline import DRIFT_CHECK_ID, EXAMPLE_GEN_ID, TRANSFORM_ID
 from tfrecord_pipelines.definition.span_window import WINDOW_RESOLVER
 from tfrecord_pipelines.local.run_record import NodeExecution
@@ -58,10 +58,12 @@ def summarize_window(run: dict[str, NodeExecution]) -> WindowSummary | None:
         return None
     example_gen = run.get(EXAMPLE_GEN_ID)
     own = (
-        example_gen.output("examples") if example_gen and example_gen.state == "complete" else None
+        example_gen.output(keys.EXAMPLES_KEY)
+        if example_gen and example_gen.state == "complete"
+        else None
     )
     spans, spans_by_uri = [], {}
-    for artifact in transform.inputs.get("examples", []):
+    for artifact in transform.inputs.get(keys.EXAMPLES_KEY, []):
         props = artifact.custom_properties
         plan = json.loads(props[SHARD_PLAN_KEY].string_value) if SHARD_PLAN_KEY in props else {}
         span = props["span"].int_value
@@ -69,7 +71,7 @@ def summarize_window(run: dict[str, NodeExecution]) -> WindowSummary | None:
         rows = {name: split["records"] for name, split in plan.get("splits", {}).items()}
         spans.append(WindowSpan(span, version, rows, own is not None and own.id == artifact.id))
         spans_by_uri[artifact.uri.rstrip("/")] = span
-    graph = transform.output("transform_graph")
+    graph = transform.output(keys.TRANSFORM_GRAPH_KEY)
     analysis = {}
     if graph is not None and ANALYSIS_KEY in graph.custom_properties:
         analysis = json.loads(graph.custom_properties[ANALYSIS_KEY].string_value)
@@ -89,7 +91,7 @@ def read_drift(run: dict[str, NodeExecution]) -> tuple[int, dict[str, dict]] | N
     """The previous span and each feature's drift from it (``{name: {measure, value,
     threshold, drifted}}``), as DriftCheck recorded them; None without a comparison."""
     node = run.get(DRIFT_CHECK_ID)
-    anomalies = node.output("anomalies") if node else None
+    anomalies = node.output(keys.ANOMALIES_KEY) if node else None
     if anomalies is None or "previous_span" not in anomalies.custom_properties:
         return None
     report = json.loads(anomalies.custom_properties["drift"].string_value)

@@ -1,0 +1,84 @@
+"""Every component's input, output and parameter names, and the artifact properties others read.
+
+Defined once, as TFX's ``tfx.types.standard_component_specs`` defines its
+components' names: TFX's own names are TFX's (tests/test_keys.py holds them
+to it), and this project's components keep them wherever they mean the same
+artifact. Nothing here imports TFX, so the pipeline's definition, the report,
+the KFP components and the command line name a channel without importing an
+executor.
+"""
+
+# Artifacts, as TFX's components name them.
+EXAMPLES_KEY = "examples"
+STATISTICS_KEY = "statistics"
+SCHEMA_KEY = "schema"
+ANOMALIES_KEY = "anomalies"
+TRANSFORM_GRAPH_KEY = "transform_graph"
+TRANSFORMED_EXAMPLES_KEY = "transformed_examples"
+ANALYZER_CACHE_KEY = "analyzer_cache"
+UPDATED_ANALYZER_CACHE_KEY = "updated_analyzer_cache"
+MODEL_KEY = "model"
+MODEL_RUN_KEY = "model_run"
+BASE_MODEL_KEY = "base_model"
+BASELINE_MODEL_KEY = "baseline_model"
+EVALUATION_KEY = "evaluation"
+BLESSING_KEY = "blessing"
+MODEL_BLESSING_KEY = "model_blessing"
+PUSHED_MODEL_KEY = "pushed_model"
+# The page KFP's UI shows for a component (system.Markdown): ExampleGen's, the Evaluator's.
+SUMMARY_KEY = "summary"
+# Every component that runs this project's code: its version, so that caching notices new code.
+CODE_VERSION_KEY = "code_version"
+
+# ShardedExampleGen: TFX's examples, with their statistics and quarantine beside them.
+QUARANTINE_KEY = "quarantine"
+SOURCE_FORMAT_KEY = "source_format"
+TARGET_SHARD_BYTES_KEY = "target_shard_bytes"
+NUM_READERS_KEY = "num_readers"
+NUM_SHARDS_KEY = "num_shards"
+COMPRESSION_KEY = "compression"
+MAX_BAD_FRACTION_KEY = "max_bad_fraction"
+LABEL_KEY = "label_key"
+BLOCK_BYTES_KEY = "block_bytes"
+ENCODING_KEY = "encoding"
+ENGINE_KEY = "engine"
+SPARK_MASTER_KEY = "spark_master"
+SPARK_CONF_KEY = "spark_conf"
+EVAL_ROWS_KEY = "eval_rows"
+# The span to convert ("" the latest); TFX's driver sets "span" to the one it resolved.
+REQUESTED_SPAN_KEY = "requested_span"
+# The Examples artifact's custom property: the shard plan and counts of its conversion.
+SHARD_PLAN_KEY = "shard_plan"
+
+# Transform: ExampleGen's statistics in (optional); on the graph, what it analyzed:
+# {"analyzed": [...], "from_cache": [...], "from_statistics": [...]} (file patterns).
+ANALYSIS_KEY = "analysis"
+
+# Evaluator: the label vocabulary's file among the model's assets and the positive class
+# of two, and the outputs KFP's UI draws (beside its summary page).
+LABEL_VOCABULARY_KEY = "label_vocabulary"
+POSITIVE_CLASS_KEY = "positive_class"
+METRICS_KEY = "metrics"
+CLASSIFICATION_METRICS_KEY = "classification_metrics"
+
+# Pusher: the span's drift (DriftCheck's anomalies, optional), what to do about it, and when
+# the staged model is published; on the pushed model, the drift that blocked it.
+DRIFT_KEY = "drift"
+ON_DRIFT_KEY = "on_drift"
+PUBLISH_KEY = "publish"
+BLOCKED_PROPERTY = "blocked_by_drift"
+# ... and where the model waits until it is published.
+STAGED_PATH_PROPERTY = "staged_path"
+
+# DriftCheck: this span's statistics against the previous span's.
+PREVIOUS_STATISTICS_KEY = "previous_statistics"
+MAX_JS_KEY = "max_js"
+MAX_LINF_KEY = "max_linf"
+
+# CuratedSchemaGen: the imported schema's digest, its cache key.
+SCHEMA_DIGEST_KEY = "schema_digest"
+
+# Reporter (Kubeflow's last task): its page, and what it is told beside the artifacts.
+REPORT_KEY = "report"
+PIPELINE_NAME_KEY = "pipeline_name"
+IMAGES_KEY = "images"
