@@ -66,6 +66,8 @@ CLASSIFICATION_METRICS_KEY = "classification_metrics"
 DRIFT_KEY = "drift"
 ON_DRIFT_KEY = "on_drift"
 PUBLISH_KEY = "publish"
+# ... its value that leaves the staged model to the orchestrator, once the push is recorded.
+PUBLISH_AFTER_METADATA = "after_metadata"
 BLOCKED_PROPERTY = "blocked_by_drift"
 # ... and where the model waits until it is published.
 STAGED_PATH_PROPERTY = "staged_path"

@@ -29,14 +29,13 @@ from tfrecord_pipelines.components.keys import (
     BLOCKED_PROPERTY,
     DRIFT_KEY,
     ON_DRIFT_KEY,
+    PUBLISH_AFTER_METADATA,
     PUBLISH_KEY,
     STAGED_PATH_PROPERTY,
 )
 from tfrecord_pipelines.components.pusher.on_drift import BLOCK
 
 STAGED_PREFIX = ".staged-"
-# custom_config[PUBLISH_KEY]: the orchestrator publishes the staged model.
-PUBLISH_AFTER_METADATA = "after_metadata"
 _SAVED_MODEL_PB = "saved_model.pb"
 
 

@@ -37,7 +37,6 @@ from tfrecord_pipelines.components.drift.component import DriftCheck
 from tfrecord_pipelines.components.evaluator.component import Evaluator
 from tfrecord_pipelines.components.example_gen import ShardedExampleGen
 from tfrecord_pipelines.components.example_gen.component import input_config_for
-from tfrecord_pipelines.components.pusher import executor as pusher_executor
 from tfrecord_pipelines.components.pusher.component import Pusher
 from tfrecord_pipelines.components.task import vocabulary_name
 from tfrecord_pipelines.components.trainer.training_length import DEFAULT_MIN_STEPS
@@ -305,11 +304,7 @@ def create_pipeline(
         ),
         custom_config={
             **code_version.custom_config_entry(code_version.PUSHER_CODE),
-            **(
-                {keys.PUBLISH_KEY: pusher_executor.PUBLISH_AFTER_METADATA}
-                if publish_after_metadata
-                else {}
-            ),
+            **({keys.PUBLISH_KEY: keys.PUBLISH_AFTER_METADATA} if publish_after_metadata else {}),
         },
         drift=drift[1].outputs[keys.ANOMALIES_KEY] if drift else None,
         on_drift=config.drift.on_drift,
