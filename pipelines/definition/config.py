@@ -20,6 +20,8 @@ from tfrecord_pipelines.components.task import Task
 from tfrecord_pipelines.components.trainer.options import TrainingOptions
 from tfrecord_pipelines.definition.module_file import RUN_FN, ModuleFile
 
+# Validation steps the Trainer runs after training.
+DEFAULT_EVAL_STEPS = 20
 _NAME_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
@@ -215,7 +217,7 @@ class PipelineConfig:
     serving_dir: str
     schema_path: str | None = None
     train_steps: int | None = None
-    eval_steps: int = 20
+    eval_steps: int = DEFAULT_EVAL_STEPS
     thresholds: EvaluationThresholds = dataclasses.field(default_factory=EvaluationThresholds)
     evaluation: EvaluationOptions = dataclasses.field(default_factory=EvaluationOptions)
     training: TrainingOptions = dataclasses.field(default_factory=TrainingOptions)

@@ -24,30 +24,22 @@ Transform writes them for it.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 
 from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
 from tfx.dsl.components.base.base_node import BaseNode
 
-from tfrecord_pipelines.components import code_version, keys
+from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.curated_schema import CuratedSchemaGen
 from tfrecord_pipelines.components.drift.component import DriftCheck
-from tfrecord_pipelines.components.evaluator.component import Evaluator
 from tfrecord_pipelines.components.example_gen import ShardedExampleGen
-from tfrecord_pipelines.components.example_gen.component import input_config_for
-from tfrecord_pipelines.components.pusher.component import Pusher
-from tfrecord_pipelines.components.task import vocabulary_name
-from tfrecord_pipelines.components.trainer.training_length import DEFAULT_MIN_STEPS
-from tfrecord_pipelines.components.transform.component import Transform
+from tfrecord_pipelines.definition import nodes
 from tfrecord_pipelines.definition.baseline_model import (
     base_model_resolver,
     baseline_model_resolver,
 )
 from tfrecord_pipelines.definition.config import PipelineConfig
-from tfrecord_pipelines.definition.evaluation import make_eval_config
-from tfrecord_pipelines.definition.module_file import PREPROCESSING_FN, RUN_FN
 from tfrecord_pipelines.definition.span_window import (
     CACHE_KEY,
     analyzer_cache_resolver,
@@ -55,8 +47,6 @@ from tfrecord_pipelines.definition.span_window import (
     span_window_resolver,
 )
 
-BUILT_IN_PREPROCESSING_FN = "tfrecord_pipelines.components.transform.preprocessing.preprocessing_fn"
-BUILT_IN_RUN_FN = "tfrecord_pipelines.components.trainer.run.run_fn"
 SCHEMA_IMPORT_ID = "ImportSchemaGen"
 EXAMPLE_GEN_ID = "ShardedExampleGen"
 TRANSFORM_ID = "Transform"
@@ -65,26 +55,6 @@ EVALUATOR_ID = "Evaluator"
 PUSHER_ID = "Pusher"
 DRIFT_CHECK_ID = "DriftCheck"
 EXAMPLE_VALIDATOR_ID = "ExampleValidator"
-
-
-def _users(config: PipelineConfig, function: str) -> bool:
-    """Whether the user's module file defines ``function`` (run_fn, preprocessing_fn)."""
-    return bool(config.module_file and config.module_file.defines(function))
-
-
-def _user_code(config: PipelineConfig, function: str, built_in: str) -> dict:
-    """The Transform / Trainer argument naming the function to run: the user's, else ours."""
-    if _users(config, function):
-        return {"module_file": config.module_file.path}
-    return {function: built_in}
-
-
-def _train_steps(config: PipelineConfig, users_run_fn: bool) -> int:
-    """TrainArgs' num_steps: the user's, else 0 (planned from the data) or, for a module file's
-    run_fn, which is told steps only, the built-in default."""
-    if config.train_steps is not None:
-        return config.train_steps
-    return DEFAULT_MIN_STEPS if users_run_fn else 0
 
 
 def _window(config: PipelineConfig, example_gen: ShardedExampleGen) -> tfx.dsl.Resolver | None:
@@ -98,27 +68,18 @@ def _window(config: PipelineConfig, example_gen: ShardedExampleGen) -> tfx.dsl.R
 
 def _ingest(config: PipelineConfig, span) -> tuple:
     """The curated schema's import (or None) and ShardedExampleGen for ``span``."""
-    source = config.source
     curated_schema = (
         CuratedSchemaGen(schema_file=config.schema_path).with_id(SCHEMA_IMPORT_ID)
         if config.schema_path
         else None
     )
-    example_gen = ShardedExampleGen(
-        input_base=source.input_base,
-        input_config=input_config_for(source),
-        source_format=source.format,
-        sharding=config.ingest.sharding(),
-        compression=config.ingest.compression_for(source),
-        encoding=config.ingest.encoding,
-        engine=config.ingest.engine,
-        spark_master=config.ingest.spark_master,
-        spark_conf=dict(config.ingest.spark_conf) or None,
-        label_key=config.task.label,
+    example_gen = nodes.example_gen(
+        config.source,
+        config.ingest,
+        config.task.label,
+        span=span,
         # A curated schema types the CSV columns; otherwise they are inferred.
         schema=curated_schema.outputs[keys.SCHEMA_KEY] if curated_schema else None,
-        code_version=code_version.code_version(code_version.EXAMPLE_GEN_CODE),
-        span=span,
     ).with_id(EXAMPLE_GEN_ID)
     return curated_schema, example_gen
 
@@ -207,7 +168,6 @@ def create_pipeline(
     Returns:
       The TFX pipeline.
     """
-    images = config.source.is_images
     curated_schema, example_gen = _ingest(
         config, config.span if requested_span is None else requested_span
     )
@@ -222,51 +182,31 @@ def create_pipeline(
     example_validator = tfx.components.ExampleValidator(
         statistics=statistics, schema=schema_gen.outputs[keys.SCHEMA_KEY]
     ).with_id(EXAMPLE_VALIDATOR_ID)
-    task_config = config.task.to_custom_config()
-    # Images are never copied: a module file's run_fn gets ExampleGen's shards.
-    users_run_fn = _users(config, RUN_FN)
-    materialize = users_run_fn and not images
+    materialize = nodes.materializes(config.module_file, config.source)
     cache = analyzer_cache_resolver(TRANSFORM_ID, int(config.span)) if window else None
-    built_in_preprocessing = not _users(config, PREPROCESSING_FN)
-    transform = Transform(
+    transform = nodes.transform(
+        config.task,
         examples=examples,
+        schema=schema_gen.outputs[keys.SCHEMA_KEY],
         # The built-in preprocessing_fn takes its analyzers' results from ExampleGen's
         # statistics where they are exact; a window's spans each have their own.
-        statistics=statistics if built_in_preprocessing and not window else None,
-        schema=schema_gen.outputs[keys.SCHEMA_KEY],
-        materialize=materialize,
-        # ExampleGen has described the data already; Transform's pre- and
-        # post-transform statistics would be two more passes that nothing shows.
-        disable_statistics=True,
-        # The analyzer cache serves a window of spans: each span is analyzed
-        # once, by the first run whose window holds it. One span, analyzed
-        # whole, would write it for nothing.
+        statistics=None if window else statistics,
         analyzer_cache=cache.outputs[CACHE_KEY] if cache else None,
-        disable_analyzer_cache=not window,
-        # The code version makes a changed built-in preprocessing_fn a cache
-        # miss; a module file's content is in TFX's cache key already.
-        custom_config={
-            **task_config,
-            **code_version.custom_config_entry(code_version.TRANSFORM_CODE),
-        },
-        **_user_code(config, PREPROCESSING_FN, BUILT_IN_PREPROCESSING_FN),
+        materialize=materialize,
+        module_file=config.module_file,
     ).with_id(TRANSFORM_ID)
-    training = dataclasses.replace(config.training, raw_examples=not materialize)
     warm_start = _base_model(config) if compare_to_latest_blessed else None
-    trainer = tfx.components.Trainer(
+    trainer = nodes.trainer(
+        config.task,
+        config.training,
         examples=(transform.outputs[keys.TRANSFORMED_EXAMPLES_KEY] if materialize else examples),
         transform_graph=transform.outputs[keys.TRANSFORM_GRAPH_KEY],
         schema=schema_gen.outputs[keys.SCHEMA_KEY],
+        steps=config.train_steps,
+        eval_steps=config.eval_steps,
         base_model=warm_start.outputs[keys.MODEL_KEY] if warm_start else None,
-        # 0 is TFX's "not set": the built-in run_fn then plans from the data's size.
-        train_args=tfx.proto.TrainArgs(num_steps=_train_steps(config, users_run_fn)),
-        eval_args=tfx.proto.EvalArgs(num_steps=config.eval_steps),
-        custom_config={
-            **task_config,
-            **training.to_custom_config(),
-            **code_version.custom_config_entry(code_version.TRAINER_CODE),
-        },
-        **_user_code(config, RUN_FN, BUILT_IN_RUN_FN),
+        materialized=materialize,
+        module_file=config.module_file,
     ).with_id(TRAINER_ID)
     components = [
         example_gen,
@@ -282,32 +222,25 @@ def create_pipeline(
         resolver = baseline_model_resolver(trainer.outputs[keys.MODEL_KEY])
         baseline_model = resolver.outputs[keys.MODEL_KEY]
         components.append(resolver)
-    built_in_label = config.task.is_classification and built_in_preprocessing
-    evaluator = Evaluator(
+    evaluator = nodes.evaluator(
+        config.task,
+        config.thresholds,
+        config.evaluation,
         examples=example_gen.outputs[keys.EXAMPLES_KEY],
         model=trainer.outputs[keys.MODEL_KEY],
         baseline_model=baseline_model,
-        eval_config=make_eval_config(config.task, config.thresholds, config.evaluation),
-        # The built-in preprocessing_fn names the label's vocabulary; a module file's may not.
-        label_vocabulary=vocabulary_name(config.task.label) if built_in_label else None,
-        positive_class=config.evaluation.positive_class if built_in_label else None,
-        code=code_version.code_version(code_version.EVALUATOR_CODE),
+        module_file=config.module_file,
     ).with_id(EVALUATOR_ID)
     drift = _drift_check(config, statistics, schema_gen) if compare_to_latest_blessed else None
     if drift:
         components += list(drift)
-    pusher = Pusher(
+    pusher = nodes.pusher(
+        config.serving_dir,
         model=trainer.outputs[keys.MODEL_KEY],
-        model_blessing=evaluator.outputs[keys.BLESSING_KEY],
-        push_destination=tfx.proto.PushDestination(
-            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.serving_dir)
-        ),
-        custom_config={
-            **code_version.custom_config_entry(code_version.PUSHER_CODE),
-            **({keys.PUBLISH_KEY: keys.PUBLISH_AFTER_METADATA} if publish_after_metadata else {}),
-        },
+        blessing=evaluator.outputs[keys.BLESSING_KEY],
         drift=drift[1].outputs[keys.ANOMALIES_KEY] if drift else None,
         on_drift=config.drift.on_drift,
+        publish_after_metadata=publish_after_metadata,
     ).with_id(PUSHER_ID)
     components += [evaluator, pusher]
     if last_task is not None:

@@ -3,9 +3,10 @@
 The KFP components' input and output names are the TFX components' keys, so
 the TFX component built here gives the entry point everything it needs: its
 executor class, its exec properties (as TFX serializes them) and the TFX type
-of each input and output. The arguments are the ones the TFX pipeline gives
-the node of the same name (``definition.pipeline``) for the built-in
-preprocessing_fn and run_fn; a module file is the TFX pipeline's business.
+of each input and output. Each is built by ``definition.nodes``, as the TFX
+pipeline builds the node of the same name, from the settings the task's
+parameters give and the config's defaults for the rest; a module file, a
+window of spans and a curated schema are the TFX pipeline's business.
 """
 
 from __future__ import annotations
@@ -16,21 +17,16 @@ from typing import Any
 from tfx import v1 as tfx
 from tfx.types import Channel, standard_artifacts
 
-from tfrecord_pipelines.components import code_version, data_source
-from tfrecord_pipelines.components.evaluator.component import Evaluator
-from tfrecord_pipelines.components.example_gen import ShardedExampleGen
-from tfrecord_pipelines.components.example_gen.component import input_config_for
-from tfrecord_pipelines.components.pusher.component import Pusher
-from tfrecord_pipelines.components.task import CLASSIFICATION, Task, vocabulary_name
+from tfrecord_pipelines.components import data_source
+from tfrecord_pipelines.components.task import CLASSIFICATION, Task
 from tfrecord_pipelines.components.trainer.options import TrainingOptions
-from tfrecord_pipelines.components.transform.component import Transform
+from tfrecord_pipelines.definition import nodes
 from tfrecord_pipelines.definition.config import (
+    DEFAULT_EVAL_STEPS,
     EvaluationOptions,
     EvaluationThresholds,
     IngestOptions,
 )
-from tfrecord_pipelines.definition.evaluation import make_eval_config
-from tfrecord_pipelines.definition.pipeline import BUILT_IN_PREPROCESSING_FN, BUILT_IN_RUN_FN
 
 Parameters = Mapping[str, Any]
 
@@ -44,15 +40,7 @@ def _example_gen(parameters: Parameters, inputs: set[str]):
         parameters["input_base"], parameters.get("source_format") or None
     )
     ingest = IngestOptions(num_readers=int(parameters.get("num_readers") or 0) or None)
-    return ShardedExampleGen(
-        input_base=source.input_base,
-        input_config=input_config_for(source),
-        source_format=source.format,
-        sharding=ingest.sharding(),
-        compression=ingest.compression_for(source),
-        label_key=parameters.get("label") or None,
-        code_version=code_version.code_version(code_version.EXAMPLE_GEN_CODE),
-    )
+    return nodes.example_gen(source, ingest, parameters.get("label") or None)
 
 
 def _schema_gen(parameters: Parameters, inputs: set[str]):
@@ -69,65 +57,46 @@ def _example_validator(parameters: Parameters, inputs: set[str]):
 
 
 def _transform(parameters: Parameters, inputs: set[str]):
-    return Transform(
+    return nodes.transform(
+        _task(parameters),
         examples=Channel(type=standard_artifacts.Examples),
+        schema=Channel(type=standard_artifacts.Schema),
         statistics=(
             Channel(type=standard_artifacts.ExampleStatistics) if "statistics" in inputs else None
         ),
-        schema=Channel(type=standard_artifacts.Schema),
-        materialize=False,
-        disable_statistics=True,
-        disable_analyzer_cache=True,
-        custom_config={
-            **_task(parameters).to_custom_config(),
-            **code_version.custom_config_entry(code_version.TRANSFORM_CODE),
-        },
-        preprocessing_fn=BUILT_IN_PREPROCESSING_FN,
     )
 
 
 def _trainer(parameters: Parameters, inputs: set[str]):
-    return tfx.components.Trainer(
+    return nodes.trainer(
+        _task(parameters),
+        TrainingOptions(),
         examples=Channel(type=standard_artifacts.Examples),
         transform_graph=Channel(type=standard_artifacts.TransformGraph),
         schema=Channel(type=standard_artifacts.Schema),
-        train_args=tfx.proto.TrainArgs(num_steps=int(parameters.get("train_steps") or 0)),
-        eval_args=tfx.proto.EvalArgs(num_steps=20),
-        custom_config={
-            **_task(parameters).to_custom_config(),
-            **TrainingOptions(raw_examples=True).to_custom_config(),
-            **code_version.custom_config_entry(code_version.TRAINER_CODE),
-        },
-        run_fn=BUILT_IN_RUN_FN,
+        steps=int(parameters.get("train_steps") or 0) or None,
+        eval_steps=DEFAULT_EVAL_STEPS,
     )
 
 
 def _evaluator(parameters: Parameters, inputs: set[str]):
-    task = _task(parameters)
     positive = parameters.get("positive_class") or None
-    default = EvaluationThresholds().min_accuracy
-    thresholds = EvaluationThresholds(min_accuracy=float(parameters.get("min_accuracy", default)))
-    options = EvaluationOptions(num_classes=2 if positive else None, positive_class=positive)
-    return Evaluator(
+    classes = int(parameters.get("num_classes") or 0) or (2 if positive else None)
+    default = EvaluationThresholds.min_accuracy
+    return nodes.evaluator(
+        _task(parameters),
+        EvaluationThresholds(min_accuracy=float(parameters.get("min_accuracy", default))),
+        EvaluationOptions(num_classes=classes, positive_class=positive),
         examples=Channel(type=standard_artifacts.Examples),
         model=Channel(type=standard_artifacts.Model),
-        eval_config=make_eval_config(task, thresholds, options),
-        label_vocabulary=vocabulary_name(task.label) if task.is_classification else None,
-        positive_class=positive if task.is_classification else None,
-        code=code_version.code_version(code_version.EVALUATOR_CODE),
     )
 
 
 def _pusher(parameters: Parameters, inputs: set[str]):
-    return Pusher(
+    return nodes.pusher(
+        parameters["serving_dir"],
         model=Channel(type=standard_artifacts.Model),
-        model_blessing=Channel(type=standard_artifacts.ModelBlessing),
-        push_destination=tfx.proto.PushDestination(
-            filesystem=tfx.proto.PushDestination.Filesystem(
-                base_directory=parameters["serving_dir"]
-            )
-        ),
-        custom_config=code_version.custom_config_entry(code_version.PUSHER_CODE),
+        blessing=Channel(type=standard_artifacts.ModelBlessing),
     )
 
 

@@ -3,7 +3,8 @@
 Each runs the published image's entry point
 (``python -m tfrecord_pipelines.kubeflow.reusable.entry NAME {{$}}``), which
 runs the same TFX executor as the TFX pipeline's node of that name. This
-module imports only kfp: ``python -m tfrecord_pipelines components`` compiles
+module imports kfp and the pipeline config's defaults (``definition.config``,
+which imports no TFX): ``python -m tfrecord_pipelines components`` compiles
 these functions into the YAML specs under ``kfp_components/``, which
 ``kfp.components.load_component_from_file`` loads where only kfp is installed.
 
@@ -27,6 +28,9 @@ from kfp.dsl import (
     Output,
 )
 
+from tfrecord_pipelines.components.example_gen.shard_plan import DEFAULT_NUM_READERS
+from tfrecord_pipelines.definition.config import EvaluationThresholds
+
 # The image every component runs (``make image``); a generated spec may name another.
 IMAGE = "ghcr.io/tfrecord-pipelines/tfrecord-pipelines:0.1.0"
 ENTRY = ["python", "-m", "tfrecord_pipelines.kubeflow.reusable.entry"]
@@ -47,7 +51,7 @@ def sharded_example_gen(
     summary: Output[Markdown],
     label: str = "",
     source_format: str = "",
-    num_readers: int = 10,
+    num_readers: int = DEFAULT_NUM_READERS,
 ):
     """Converts a folder of CSV, Parquet or images into sharded TFRecords of tf.Examples, with
     their statistics, in one pass.
@@ -155,8 +159,9 @@ def evaluator(
     classification_metrics: Output[ClassificationMetrics],
     summary: Output[Markdown],
     problem: str = "classification",
-    min_accuracy: float = 0.6,
+    min_accuracy: float = EvaluationThresholds.min_accuracy,
     positive_class: str = "",
+    num_classes: int = 0,
 ):
     """Evaluates the model on the eval split, with 95% intervals, and blesses it or not.
 
@@ -172,6 +177,9 @@ def evaluator(
       problem: classification or regression.
       min_accuracy: the accuracy that blesses a model (classification; run's default).
       positive_class: two classes: the label value whose ROC curve and AUC are reported.
+      num_classes: classification: how many classes the label has (up to 32: each
+        class's AUC, precision and recall); 0: unknown, accuracy and the
+        confusion matrix only.
     """
     return _container("evaluator")
 
