@@ -32,7 +32,6 @@ from tfrecord_pipelines.components.example_gen.sources import (
     DEFAULT_ENCODING,
     SourceOptions,
 )
-from tfrecord_pipelines.components.example_gen.span_driver import SpanDriver
 from tfrecord_pipelines.components.example_gen.spark import session
 from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
 from tfrecord_pipelines.components.keys import (
@@ -58,6 +57,7 @@ from tfrecord_pipelines.components.keys import (
 )
 from tfrecord_pipelines.components.shard_compression import GZIP, parse_compression
 from tfrecord_pipelines.components.spans import parse_span
+from tfrecord_pipelines.components.spans.driver import SpanDriver
 
 DEFAULT_MAX_BAD_FRACTION = 0.01
 
@@ -154,7 +154,7 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
         spark_master: str | None = None,
         spark_conf: dict[str, str] | None = None,
         eval_rows: int | None = DEFAULT_EVAL_ROWS,
-        span: str | data_types.RuntimeParameter | None = None,
+        span: int | str | data_types.RuntimeParameter | None = None,
     ):
         """Builds the component.
 

@@ -391,7 +391,7 @@ def _run(args: argparse.Namespace) -> None:
             )
         where = source.root
         if source.spans:
-            span = source.spans.describe(int(config.span)) if config.span else "the latest"
+            span = "the latest" if config.span is None else source.spans.describe(config.span)
             where = f"{source.spans.base}/{source.spans.folder}, span {span}"
         print(
             f"Running pipeline {config.name!r} on {where} ({source.format}, label "

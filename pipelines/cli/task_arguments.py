@@ -442,10 +442,6 @@ def _image_settings(args: argparse.Namespace, is_images: bool) -> dict:
     return settings
 
 
-def _span_text(span: int | None) -> str | None:
-    return None if span is None else str(span)
-
-
 def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
     """Validates the task arguments and returns a PipelineConfig."""
     from tfrecord_pipelines.components import spans
@@ -498,7 +494,7 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
         ),
         module_file=module_file,
         # None: the latest (also what `--span latest` asks for).
-        span=_span_text(spans.parse_span(args.span)),
+        span=spans.parse_span(args.span),
         window=args.window,
         drift=DriftOptions(
             max_js=args.max_drift_js, max_linf=args.max_drift_linf, on_drift=args.on_drift

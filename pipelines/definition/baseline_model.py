@@ -9,7 +9,7 @@ from tfx import v1 as tfx
 from tfx.components.evaluator import constants as evaluator_constants
 
 from tfrecord_pipelines.components.keys import MODEL_BLESSING_KEY, MODEL_KEY
-from tfrecord_pipelines.definition.span_window import outputs_of, spans_read
+from tfrecord_pipelines.components.spans.resolvers import outputs_of, spans_read
 
 # The baseline Resolver's input of this run's model, which it never picks.
 CANDIDATE_KEY = "candidate"

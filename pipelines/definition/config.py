@@ -15,7 +15,6 @@ from tfrecord_pipelines.components.example_gen.shard_plan import (
 from tfrecord_pipelines.components.example_gen.spark import session as spark_session
 from tfrecord_pipelines.components.pusher.on_drift import BLOCK, ON_DRIFT
 from tfrecord_pipelines.components.shard_compression import default_compression, parse_compression
-from tfrecord_pipelines.components.spans import parse_span
 from tfrecord_pipelines.components.task import Task
 from tfrecord_pipelines.components.trainer.options import TrainingOptions
 from tfrecord_pipelines.definition.module_file import RUN_FN, ModuleFile
@@ -198,8 +197,9 @@ class PipelineConfig:
       ingest: the shards ExampleGen writes.
       module_file: the user's module file, whose preprocessing_fn and/or
         run_fn replace the built-in ones; None: the built-in ones.
-      span: data in spans: the span to convert (its number, as text); None:
-        the latest on disk when the run starts.
+      span: data in spans: the span to convert, by number (parsed where the
+        user's text entered: ``spans.parse_span``); None: the latest on disk
+        when the run starts.
       drift: data in spans: this span against the previous one (local runs).
       window: data in spans: Transform and the Trainer read this span (which
         ``span`` must then name) and the window - 1 spans before it, converted
@@ -223,7 +223,7 @@ class PipelineConfig:
     training: TrainingOptions = dataclasses.field(default_factory=TrainingOptions)
     ingest: IngestOptions = dataclasses.field(default_factory=IngestOptions)
     module_file: ModuleFile | None = None
-    span: str | None = None
+    span: int | None = None
     window: int | None = None
     drift: DriftOptions = dataclasses.field(default_factory=DriftOptions)
     warm_start: bool = True
@@ -240,7 +240,8 @@ class PipelineConfig:
         if self.span is not None:
             if not self.source.spans:
                 raise ValueError(f"span {self.span}: {self.source.root} is not data in spans.")
-            parse_span(self.span)
+            if self.span < 0:
+                raise ValueError(f"span must be a span number (0 or more), got {self.span}.")
         if not _NAME_PATTERN.match(self.name):
             raise ValueError(
                 f"Pipeline name {self.name!r} must be 1-63 lower-case letters, digits or "

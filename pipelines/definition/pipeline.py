@@ -34,18 +34,18 @@ from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.curated_schema import CuratedSchemaGen
 from tfrecord_pipelines.components.drift.component import DriftCheck
 from tfrecord_pipelines.components.example_gen import ShardedExampleGen
+from tfrecord_pipelines.components.spans.resolvers import (
+    CACHE_KEY,
+    analyzer_cache_resolver,
+    previous_span_statistics_resolver,
+    span_window_resolver,
+)
 from tfrecord_pipelines.definition import nodes
 from tfrecord_pipelines.definition.baseline_model import (
     base_model_resolver,
     baseline_model_resolver,
 )
 from tfrecord_pipelines.definition.config import PipelineConfig
-from tfrecord_pipelines.definition.span_window import (
-    CACHE_KEY,
-    analyzer_cache_resolver,
-    previous_span_statistics_resolver,
-    span_window_resolver,
-)
 
 SCHEMA_IMPORT_ID = "ImportSchemaGen"
 EXAMPLE_GEN_ID = "ShardedExampleGen"
@@ -63,7 +63,7 @@ def _window(config: PipelineConfig, example_gen: ShardedExampleGen) -> tfx.dsl.R
         return None
     if config.span is None:
         raise ValueError("A window of spans needs its last span: set config.span.")
-    return span_window_resolver(example_gen, config.window, int(config.span))
+    return span_window_resolver(example_gen, config.window, config.span)
 
 
 def _ingest(config: PipelineConfig, span) -> tuple:
@@ -110,7 +110,7 @@ def _base_model(config: PipelineConfig) -> tfx.dsl.Resolver | None:
     """For data in spans: the Resolver of the Trainer's warm-start model (local runs only)."""
     if not (config.warm_start and config.source.spans and config.span is not None):
         return None
-    return base_model_resolver(TRAINER_ID, EVALUATOR_ID, int(config.span))
+    return base_model_resolver(TRAINER_ID, EVALUATOR_ID, config.span)
 
 
 def _drift_check(config: PipelineConfig, statistics, schema_gen) -> tuple | None:
@@ -118,7 +118,7 @@ def _drift_check(config: PipelineConfig, statistics, schema_gen) -> tuple | None
     span against them (a Resolver: local runs only)."""
     if not config.source.spans or config.span is None:
         return None
-    previous = previous_span_statistics_resolver(EXAMPLE_GEN_ID, int(config.span))
+    previous = previous_span_statistics_resolver(EXAMPLE_GEN_ID, config.span)
     check = DriftCheck(
         statistics=statistics,
         previous_statistics=previous.outputs[keys.STATISTICS_KEY],
@@ -183,7 +183,7 @@ def create_pipeline(
         statistics=statistics, schema=schema_gen.outputs[keys.SCHEMA_KEY]
     ).with_id(EXAMPLE_VALIDATOR_ID)
     materialize = nodes.materializes(config.module_file, config.source)
-    cache = analyzer_cache_resolver(TRANSFORM_ID, int(config.span)) if window else None
+    cache = analyzer_cache_resolver(TRANSFORM_ID, config.span) if window else None
     transform = nodes.transform(
         config.task,
         examples=examples,

@@ -204,7 +204,7 @@ def request_span_parameter(executor_input: pipeline_spec_pb2.ExecutorInput) -> d
     """Turns ShardedExampleGen's ``requested_span`` parameter (a run's span, which a
     schedule may fill) into the ``range_config`` TFX's driver reads; returns the
     parameters as exec properties."""
-    from tfrecord_pipelines.components.example_gen.span_driver import request_span
+    from tfrecord_pipelines.components.spans.driver import request_span
 
     values = executor_input.inputs.parameter_values
     parameters = {
@@ -231,7 +231,7 @@ def _run_example_gen_driver(
     from tfx.dsl.io import fileio
     from tfx.orchestration.kubeflow.v2.file_based_example_gen import driver
 
-    from tfrecord_pipelines.components.example_gen.span_driver import (
+    from tfrecord_pipelines.components.spans.driver import (
         is_missing_span,
         missing_span_error,
     )

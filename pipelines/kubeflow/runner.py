@@ -33,12 +33,17 @@ _PIPELINE_ROOT_SET_AT_SUBMISSION = "pipeline-root-set-at-submission"
 _DO_NOT_PACKAGE = "UNSUPPORTED_DO_NOT_PACKAGE_USER_MODULES"
 
 
+def _span_text(config: PipelineConfig) -> str:
+    """The compiled span as the run-time parameter's text: its number, else the latest."""
+    return LATEST_SPAN if config.span is None else str(config.span)
+
+
 def _span_parameter(config: PipelineConfig) -> tfx.dsl.experimental.RuntimeParameter | None:
     """For data in spans, the span as a run-time parameter, defaulting to the compiled one."""
     if not config.source.spans:
         return None
     return tfx.dsl.experimental.RuntimeParameter(
-        name=SPAN_PARAMETER, ptype=str, default=config.span or LATEST_SPAN
+        name=SPAN_PARAMETER, ptype=str, default=_span_text(config)
     )
 
 
@@ -127,7 +132,7 @@ def compile_for_kubeflow(
     )
     runner.run(pipeline, write_out=True)
     if config.source.spans:
-        _default_span(output_file, config.span or LATEST_SPAN)
+        _default_span(output_file, _span_text(config))
     if placements:
         _append_platform_spec(output_file, placements)
     return output_file

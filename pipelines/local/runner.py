@@ -12,6 +12,7 @@ from tfx import v1 as tfx
 from tfx.dsl.compiler import constants as compiler_constants
 from tfx.orchestration.portable import runtime_parameter_utils
 
+from tfrecord_pipelines.components.spans.window import WindowPlan, plan_window
 from tfrecord_pipelines.definition.config import PipelineConfig
 from tfrecord_pipelines.definition.pipeline import (
     EXAMPLE_GEN_ID,
@@ -27,7 +28,7 @@ from tfrecord_pipelines.local.interrupted_runs import (
 )
 from tfrecord_pipelines.local.layout import LocalLayout
 from tfrecord_pipelines.local.run_record import open_store, read_run
-from tfrecord_pipelines.local.span_backfill import WindowPlan, converted_spans, plan_window
+from tfrecord_pipelines.local.span_backfill import converted_spans
 from tfrecord_pipelines.local.staged_models import settle_staged_models
 
 
@@ -84,7 +85,7 @@ def _backfill(
 ) -> WindowPlan:
     """Converts the window's spans that no run converted yet, one ExampleGen run per span."""
     pattern = config.source.spans
-    end = int(config.span)
+    end = config.span
     converted = converted_spans(open_store(layout.metadata_path), config.name, EXAMPLE_GEN_ID)
     plan = plan_window(pattern, config.window, end, converted)
     if on_window:
@@ -153,7 +154,7 @@ def run_locally(
     beam_args = local_beam_args(beam_pipeline_args)
     if config.source.spans and config.span is None:
         # Pinned when the run starts: ExampleGen, the window and the drift check agree on it.
-        config = dataclasses.replace(config, span=str(config.source.spans.find().span))
+        config = dataclasses.replace(config, span=config.source.spans.find().span)
     if config.window:
         with metered_executors() as costs:
             try:

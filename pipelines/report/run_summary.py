@@ -11,6 +11,11 @@ from tfrecord_pipelines.components.evaluator.metric_values import (
     overall_metric_values,
 )
 from tfrecord_pipelines.components.keys import BLOCKED_PROPERTY
+from tfrecord_pipelines.components.spans.resolvers import (
+    ANALYZER_CACHE_RESOLVER,
+    PREVIOUS_SPAN_RESOLVER,
+    WINDOW_RESOLVER,
+)
 from tfrecord_pipelines.components.trainer.input_stall import last_epoch_share
 from tfrecord_pipelines.components.trainer.resume import resumed_steps
 from tfrecord_pipelines.components.trainer.training_length import (
@@ -24,11 +29,6 @@ from tfrecord_pipelines.definition.pipeline import (
     EXAMPLE_GEN_ID,
     PUSHER_ID,
     TRAINER_ID,
-)
-from tfrecord_pipelines.definition.span_window import (
-    ANALYZER_CACHE_RESOLVER,
-    PREVIOUS_SPAN_RESOLVER,
-    WINDOW_RESOLVER,
 )
 from tfrecord_pipelines.local.run_record import NodeExecution, read_run
 from tfrecord_pipelines.report.component_costs import (

@@ -8,8 +8,9 @@ import json
 
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.keys import ANALYSIS_KEY, SHARD_PLAN_KEY
+from tfrecord_pipelines.components.spans.resolvers import WINDOW_RESOLVER
+from tfrecord_pipelines.components.spans.window import conversion
 from tfrecord_pipelines.definition.pipeline import DRIFT_CHECK_ID, EXAMPLE_GEN_ID, TRANSFORM_ID
-from tfrecord_pipelines.definition.span_window import WINDOW_RESOLVER
 from tfrecord_pipelines.local.run_record import NodeExecution
 
 
@@ -66,8 +67,7 @@ def summarize_window(run: dict[str, NodeExecution]) -> WindowSummary | None:
     for artifact in transform.inputs.get(keys.EXAMPLES_KEY, []):
         props = artifact.custom_properties
         plan = json.loads(props[SHARD_PLAN_KEY].string_value) if SHARD_PLAN_KEY in props else {}
-        span = props["span"].int_value
-        version = props["version"].int_value if "version" in props else None
+        span, version = conversion(props)
         rows = {name: split["records"] for name, split in plan.get("splits", {}).items()}
         spans.append(WindowSpan(span, version, rows, own is not None and own.id == artifact.id))
         spans_by_uri[artifact.uri.rstrip("/")] = span

@@ -1,4 +1,8 @@
-"""A rolling window of spans: this run's span and the N-1 before it, from ML Metadata.
+"""The Resolvers of spans: a window's examples, the previous span's statistics and the
+analyzer cache of earlier spans, picked from ML Metadata (local runs: Kubeflow Pipelines'
+open-source backend runs no Resolver).
+
+A rolling window of spans is this run's span and the N-1 before it (``window``).
 
 ShardedExampleGen converts one span per execution; Transform and the Trainer
 read the window's spans, which earlier runs converted. TFX 1.16's
@@ -22,35 +26,39 @@ from tfx import types
 from tfx import v1 as tfx
 from tfx.dsl.components.base import base_node
 
-from tfrecord_pipelines.components.keys import EXAMPLES_KEY, SHARD_PLAN_KEY, STATISTICS_KEY
+from tfrecord_pipelines.components.keys import (
+    EXAMPLES_KEY,
+    SHARD_PLAN_KEY,
+    STATISTICS_KEY,
+    UPDATED_ANALYZER_CACHE_KEY,
+)
+from tfrecord_pipelines.components.spans.window import SPAN_PROPERTY, VERSION_PROPERTY, window_spans
 
 WINDOW_RESOLVER = "span_window_resolver"
 PREVIOUS_SPAN_RESOLVER = "previous_span_resolver"
 ANALYZER_CACHE_RESOLVER = "analyzer_cache_resolver"
 # The analyzer cache Resolver's output.
 CACHE_KEY = "cache"
-_SPAN = "span"
-_VERSION = "version"
 
 
 def _has_span(artifact: types.Artifact) -> bool:
-    return artifact.has_custom_property(_SPAN) or (
-        _SPAN in artifact.PROPERTIES and artifact.has_property(_SPAN)
+    return artifact.has_custom_property(SPAN_PROPERTY) or (
+        SPAN_PROPERTY in artifact.PROPERTIES and artifact.has_property(SPAN_PROPERTY)
     )
 
 
 def _span(artifact: types.Artifact) -> int:
     """TFX's ExampleGen driver writes the span as a custom property; TFX's ExampleStatistics
     (and ExampleGen's statistics output) carry it as a property."""
-    if artifact.has_custom_property(_SPAN):
-        return artifact.get_int_custom_property(_SPAN)
+    if artifact.has_custom_property(SPAN_PROPERTY):
+        return artifact.get_int_custom_property(SPAN_PROPERTY)
     return artifact.span
 
 
 def _version(artifact: types.Artifact) -> int:
-    return (
-        artifact.get_int_custom_property(_VERSION) if artifact.has_custom_property(_VERSION) else -1
-    )
+    if not artifact.has_custom_property(VERSION_PROPERTY):
+        return -1
+    return artifact.get_int_custom_property(VERSION_PROPERTY)
 
 
 class SpanWindowStrategy(tfx.dsl.experimental.ResolverStrategy):
@@ -58,20 +66,16 @@ class SpanWindowStrategy(tfx.dsl.experimental.ResolverStrategy):
     newest conversion, in span order."""
 
     def __init__(self, num_spans: int, end: int):
-        if num_spans < 1:
-            raise ValueError(f"num_spans must be at least 1, got {num_spans}.")
-        self._num_spans = num_spans
-        self._end = end
+        self._spans = window_spans(end, num_spans)
 
     def resolve_artifacts(self, store, input_dict: dict[str, list[types.Artifact]]):  # noqa: D102
-        start = self._end - self._num_spans + 1
         newest: dict[int, types.Artifact] = {}
         for artifact in input_dict.get(EXAMPLES_KEY, []):
             # Only ExampleGen's own conversions: a materializing Transform's output is Examples too.
             if not artifact.has_custom_property(SHARD_PLAN_KEY):
                 continue
             span = _span(artifact)
-            if not start <= span <= self._end:
+            if span not in self._spans:
                 continue
             known = newest.get(span)
             if known is None or (_version(artifact), artifact.id) > (_version(known), known.id):
@@ -104,9 +108,9 @@ def spans_read(store, artifact_id: int) -> set[int]:
         if e.type == metadata_store_pb2.Event.INPUT
     ]
     return {
-        a.custom_properties[_SPAN].int_value
+        a.custom_properties[SPAN_PROPERTY].int_value
         for a in store.get_artifacts_by_id(inputs)
-        if _SPAN in a.custom_properties
+        if SPAN_PROPERTY in a.custom_properties
     }
 
 
@@ -180,6 +184,6 @@ def analyzer_cache_resolver(transform_id: str, end: int) -> tfx.dsl.Resolver:
         strategy_class=LatestBeforeSpanStrategy,
         config={"end": end},
         cache=outputs_of(
-            tfx.types.standard_artifacts.TransformCache, transform_id, "updated_analyzer_cache"
+            tfx.types.standard_artifacts.TransformCache, transform_id, UPDATED_ANALYZER_CACHE_KEY
         ),
     ).with_id(ANALYZER_CACHE_RESOLVER)

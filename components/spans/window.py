@@ -1,0 +1,74 @@
+"""A rolling window of spans: which spans it holds, which conversions a store has of them,
+and what a run finds on disk against them.
+
+The same rules for every reader of a window: the Resolvers that hand
+Transform and the Trainer the window's examples (``resolvers``), the local
+runner that converts the window's missing spans first, and the report that
+tells a run's window. ShardedExampleGen records each conversion's span (and
+``{VERSION}``) on its Examples, as TFX's ExampleGen driver writes them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from tfrecord_pipelines.components.spans import SpanFolder, SpanPattern
+
+# The properties TFX's ExampleGen driver writes on a conversion's artifacts.
+SPAN_PROPERTY = "span"
+VERSION_PROPERTY = "version"
+
+
+def window_spans(end: int, num_spans: int) -> range:
+    """The spans of a window of ``num_spans`` ending at ``end`` (its run's span)."""
+    if num_spans < 1:
+        raise ValueError(f"A window holds at least 1 span, got {num_spans}.")
+    return range(end - num_spans + 1, end + 1)
+
+
+def conversion(properties: Mapping) -> tuple[int, int | None] | None:
+    """(span, version) of a conversion's artifact, from ML Metadata's custom properties
+    (version None when the pattern has no ``{VERSION}``); None if it records no span."""
+    if SPAN_PROPERTY not in properties:
+        return None
+    version = properties[VERSION_PROPERTY].int_value if VERSION_PROPERTY in properties else None
+    return properties[SPAN_PROPERTY].int_value, version
+
+
+@dataclasses.dataclass(frozen=True)
+class WindowPlan:
+    """What a window's run finds.
+
+    Attributes:
+      end: the window's last span: the run's own.
+      on_disk: the window's spans on disk, each at its highest version.
+      converted: the spans among them that an earlier run converted at that version.
+      missing: the window's spans that are not on disk.
+    """
+
+    end: int
+    on_disk: tuple[SpanFolder, ...]
+    converted: tuple[int, ...]
+    missing: tuple[int, ...]
+
+    @property
+    def to_convert(self) -> tuple[SpanFolder, ...]:
+        """The spans to convert before the run: on disk, not converted, not the run's own."""
+        return tuple(f for f in self.on_disk if f.span not in self.converted and f.span != self.end)
+
+
+def plan_window(
+    pattern: SpanPattern, window: int, end: int, converted: set[tuple[int, int | None]]
+) -> WindowPlan:
+    """Which of the window's spans are on disk, converted (``converted``: the (span,
+    version) of every conversion recorded), or missing."""
+    spans = window_spans(end, window)
+    on_disk = tuple(f for f in pattern.spans() if f.span in spans)
+    found = {f.span for f in on_disk}
+    return WindowPlan(
+        end=end,
+        on_disk=on_disk,
+        converted=tuple(f.span for f in on_disk if (f.span, f.version) in converted),
+        missing=tuple(s for s in spans if s not in found),
+    )
