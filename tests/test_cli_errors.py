@@ -295,3 +295,14 @@ def test_bad_evaluation_and_shard_options(capsys, tmp_path, rows, extra, message
     )
     assert status == 2
     assert err == f"error: {message}"
+
+
+@pytest.mark.parametrize("flag, value", [("--span", "3"), ("--window", "3")])
+def test_a_span_setting_on_data_in_no_spans(capsys, tmp_path, flag, value):
+    (tmp_path / "d.csv").write_text("a,b\n1,2\n")
+    status, err = _error_of(capsys, ["run", "--data", str(tmp_path), "--label", "a", flag, value])
+    assert status == 2
+    assert err == (
+        f"error: {flag[2:]} {value}: {tmp_path} names no spans; name its span folders with "
+        "{SPAN} or {YYYY}-{MM}-{DD}, e.g. 'events/day-{SPAN}/'."
+    )

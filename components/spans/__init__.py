@@ -219,6 +219,21 @@ def split_data_path(path: str) -> SpanPattern | None:
     return SpanPattern(base=base, folder="/".join(parts[first:]))
 
 
+def check_span_settings(
+    data: str, pattern: SpanPattern | None, *, span: int | str | None, window: int | None
+) -> None:
+    """Raises ValueError naming the setting if a span or a window is asked of ``data``, whose
+    path (``pattern``: its specs, None for none) names no spans."""
+    if pattern is not None:
+        return
+    for setting, value in (("span", span), ("window", window)):
+        if value is not None:
+            raise ValueError(
+                f"{setting} {value}: {data} names no spans; name its span folders with "
+                "{SPAN} or {YYYY}-{MM}-{DD}, e.g. 'events/day-{SPAN}/'."
+            )
+
+
 def parse_span(text: str | int | None) -> int | None:
     """A span asked for: a number (``31``), a day (``2026-11-25`` or ``20261125``, for date
     specs: its days since 1970-01-01), a day less some days (``2026-11-26-1d``: the day

@@ -344,13 +344,9 @@ def _source(args: argparse.Namespace):
     if "://" not in data_root:
         data_root = os.path.abspath(data_root)
     pattern = spans.split_data_path(data_root)
+    # Before anything reads the data: a span asked of data in no spans is a mistake.
+    spans.check_span_settings(data_root, pattern, span=args.span, window=args.window)
     if pattern is None:
-        for flag, value in (("--span", args.span), ("--window", args.window)):
-            if value is not None:
-                raise UsageError(
-                    f"{flag} {value}: --data {data_root} names no spans; name its span "
-                    "folders with {SPAN} or {YYYY}-{MM}-{DD}, e.g. 'events/day-{SPAN}/'."
-                )
         source = data_source.open_source(data_root, args.format)
     else:
         span = pattern.find(spans.parse_span(args.span))

@@ -15,6 +15,7 @@ from tfrecord_pipelines.components.example_gen.shard_plan import (
 from tfrecord_pipelines.components.example_gen.spark import session as spark_session
 from tfrecord_pipelines.components.pusher.on_drift import BLOCK, ON_DRIFT
 from tfrecord_pipelines.components.shard_compression import default_compression, parse_compression
+from tfrecord_pipelines.components.spans import check_span_settings
 from tfrecord_pipelines.components.task import Task
 from tfrecord_pipelines.components.trainer.options import TrainingOptions
 from tfrecord_pipelines.definition.module_file import RUN_FN, ModuleFile
@@ -229,19 +230,13 @@ class PipelineConfig:
     warm_start: bool = True
 
     def __post_init__(self):
-        if self.window is not None:
-            if self.window < 1:
-                raise ValueError(f"window must be at least 1 span, got {self.window}.")
-            if not self.source.spans:
-                raise ValueError(
-                    f"window {self.window}: {self.source.root} is not data in spans; name the "
-                    "span folders with {SPAN} or {YYYY}-{MM}-{DD}."
-                )
-        if self.span is not None:
-            if not self.source.spans:
-                raise ValueError(f"span {self.span}: {self.source.root} is not data in spans.")
-            if self.span < 0:
-                raise ValueError(f"span must be a span number (0 or more), got {self.span}.")
+        check_span_settings(
+            self.source.root, self.source.spans, span=self.span, window=self.window
+        )
+        if self.window is not None and self.window < 1:
+            raise ValueError(f"window must be at least 1 span, got {self.window}.")
+        if self.span is not None and self.span < 0:
+            raise ValueError(f"span must be a span number (0 or more), got {self.span}.")
         if not _NAME_PATTERN.match(self.name):
             raise ValueError(
                 f"Pipeline name {self.name!r} must be 1-63 lower-case letters, digits or "
