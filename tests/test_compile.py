@@ -5,12 +5,12 @@ import json
 import pytest
 import yaml
 from google.protobuf import json_format
-from kfp.client import client as kfp_client
 from kfp.kubernetes import kubernetes_executor_config_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from conftest import PIPELINE_COMPONENTS, run_cli
 from tfrecord_pipelines.cli.data_service import KUBERNETES_DISPATCHER
+from tfrecord_pipelines.components.private_api.kfp_private import load_pipeline_file
 
 # The pipeline's components, then the task that writes the run report.
 EXPECTED_TASKS = {*PIPELINE_COMPONENTS, "Reporter"}
@@ -64,7 +64,7 @@ def _platform_executors(compiled) -> dict:
 
 def test_spec_parses_with_kfp_into_pipeline_spec(compiled):
     # kfp.Client's own loader: the same parse upload_pipeline and create_run do.
-    loaded = kfp_client._extract_pipeline_yaml(str(compiled))
+    loaded = load_pipeline_file(str(compiled))
     spec = loaded.pipeline_spec
     assert "Trainer_executor" in str(loaded.platform_spec)
     # And a strict parse of the raw document (unknown fields are errors).

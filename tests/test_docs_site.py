@@ -15,6 +15,7 @@ import pytest
 
 from conftest import REPO_ROOT
 from tfrecord_pipelines.cli import data_service, main
+from tfrecord_pipelines.components.private_api.argparse_private import actions, sub_commands
 
 README_MAX_LINES = 250
 
@@ -52,9 +53,9 @@ def test_the_cli_reference_holds_every_command_and_option(site):
     page = (site / "reference" / "cli" / "index.html").read_text()
     assert "cli-reference" not in page
     for parser in (main.build_parser(), data_service.build_parser()):
-        for name, command in main.sub_commands(parser).items():
+        for name, command in sub_commands(parser).items():
             assert f"<code>{name}</code>" in page, name
-            for action in command._actions:
+            for action in actions(command):
                 for option in action.option_strings:
                     assert option in page, f"{name} {option}"
 

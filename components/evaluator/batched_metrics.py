@@ -23,17 +23,13 @@ import numbers
 import numpy as np
 from tensorflow_model_analysis.metrics import (
     calibration_histogram,
-    example_count,
     metric_specs,
     metric_types,
     multi_class_confusion_matrix_metrics,
-    tf_metric_wrapper,
 )
 
-_HISTOGRAM = calibration_histogram._CalibrationHistogramCombiner
-_EXAMPLE_COUNT = example_count._ExampleCountCombiner
-_CONFUSION = multi_class_confusion_matrix_metrics._MultiClassConfusionMatrixCombiner
-_KERAS = tf_metric_wrapper._CompilableMetricsCombiner
+from tfrecord_pipelines.components.private_api import tfma_private
+
 _NO_PREDICTED_CLASS = multi_class_confusion_matrix_metrics.NO_PREDICTED_CLASS_ID
 
 
@@ -113,28 +109,36 @@ def unsupported(eval_config, computations: Computations) -> str | None:
 def _unsupported_combiner(computation) -> str | None:
     combiner = computation.combiner
     kind = type(combiner)
-    if kind not in (_HISTOGRAM, _EXAMPLE_COUNT, _CONFUSION, _KERAS):
+    if kind not in (
+        tfma_private.HISTOGRAM,
+        tfma_private.EXAMPLE_COUNT,
+        tfma_private.CONFUSION,
+        tfma_private.KERAS,
+    ):
         return f"metric combiner {kind.__name__}"
-    if getattr(combiner, "_example_weighted", False):
+    if tfma_private.is_example_weighted(combiner):
         return "example weights"
-    if kind is _HISTOGRAM:
-        key = combiner._key
+    if kind is tfma_private.HISTOGRAM:
+        histogram = tfma_private.histogram(combiner)
+        key = histogram.key
         if (
-            combiner._aggregation_type
-            or combiner._class_weights
-            or not combiner._prediction_based_bucketing
+            histogram.aggregation_type
+            or histogram.class_weights
+            or not histogram.prediction_based_bucketing
             or (key.sub_key and key.sub_key.class_id is None)
         ):
             return f"histogram {key.name} with aggregation, weights or top-k"
-    if kind is _KERAS and (
-        combiner._sub_key
-        or combiner._aggregation_type
-        or combiner._class_weights
-        or combiner._output_names != [""]
-        or any(combiner._loss_configs)
-    ):
-        return "Keras metrics with sub keys, aggregation, losses or several outputs"
-    if kind is _CONFUSION and combiner._extract_label_prediction_and_weight is not (
+    if kind is tfma_private.KERAS:
+        keras = tfma_private.keras_metrics(combiner)
+        if (
+            keras.sub_key
+            or keras.aggregation_type
+            or keras.class_weights
+            or keras.output_names != [""]
+            or any(keras.loss_configs)
+        ):
+            return "Keras metrics with sub keys, aggregation, losses or several outputs"
+    if kind is tfma_private.CONFUSION and tfma_private.confusion(combiner).extracts is not (
         multi_class_confusion_matrix_metrics.metric_util.to_label_prediction_example_weight
     ):
         return "a confusion matrix with its own label and prediction extraction"
@@ -142,10 +146,7 @@ def _unsupported_combiner(computation) -> str | None:
 
 
 def _model_name(computation) -> str:
-    combiner = computation.combiner
-    if type(combiner) in (_HISTOGRAM, _CONFUSION):
-        return combiner._key.model_name
-    return combiner._model_name
+    return tfma_private.model_name(computation.combiner)
 
 
 def _class_inputs(outputs: ModelOutputs, class_id: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -160,12 +161,13 @@ def _class_inputs(outputs: ModelOutputs, class_id: int | None) -> tuple[np.ndarr
 
 
 def _histogram(combiner, outputs: ModelOutputs) -> dict:
-    key = combiner._key
+    histogram = tfma_private.histogram(combiner)
+    key = histogram.key
     labels, predictions = _class_inputs(outputs, key.sub_key.class_id if key.sub_key else None)
     # The same float64 operations as TFMA's _bucket_index, then its truncation.
-    position = (predictions - combiner._left) / combiner._range * combiner._num_buckets + 1
-    buckets = np.clip(np.trunc(position), 0, combiner._num_buckets + 1).astype(np.int64)
-    size = combiner._num_buckets + 2
+    position = (predictions - histogram.left) / histogram.range * histogram.num_buckets + 1
+    buckets = np.clip(np.trunc(position), 0, histogram.num_buckets + 1).astype(np.int64)
+    size = histogram.num_buckets + 2
     examples = np.bincount(buckets, minlength=size)
     positives = np.bincount(buckets, weights=labels, minlength=size)
     predicted = np.bincount(buckets, weights=predictions, minlength=size)
@@ -184,7 +186,8 @@ def _confusion(combiner, outputs: ModelOutputs) -> dict:
     predicted = np.argmax(outputs.predictions, axis=1)
     top = outputs.predictions[np.arange(len(predicted)), predicted]
     matrices = multi_class_confusion_matrix_metrics.Matrices()
-    for threshold in combiner._thresholds:
+    settings = tfma_private.confusion(combiner)
+    for threshold in settings.thresholds:
         # As TFMA: a prediction at or below a threshold predicts no class, from
         # that threshold on (the thresholds ascend).
         predicted = np.where(top <= threshold, _NO_PREDICTED_CLASS, predicted)
@@ -193,12 +196,12 @@ def _confusion(combiner, outputs: ModelOutputs) -> dict:
             multi_class_confusion_matrix_metrics.MatrixEntryKey(int(a), int(p)): float(n)
             for (a, p), n in zip(pairs.T, counts, strict=True)
         }
-    return {combiner._key: matrices}
+    return {settings.key: matrices}
 
 
 def _keras(computation, outputs: ModelOutputs) -> dict:
-    combiner = computation.combiner
-    metrics = tf_metric_wrapper._deserialize_metrics(combiner._metric_configs[0])
+    keras = tfma_private.keras_metrics(computation.combiner)
+    metrics = tfma_private.deserialize_metrics(keras.metric_configs[0])
     labels = outputs.labels.reshape(len(outputs.labels), -1)
     weights = np.ones((len(labels), 1), dtype=np.float32)
     found = {}
@@ -207,7 +210,7 @@ def _keras(computation, outputs: ModelOutputs) -> dict:
         found[
             metric_types.MetricKey(
                 name=metric.name,
-                model_name=combiner._model_name,
+                model_name=keras.model_name,
                 output_name="",
                 example_weighted=False,
             )
@@ -218,11 +221,11 @@ def _keras(computation, outputs: ModelOutputs) -> dict:
 def _combine(computation, outputs: ModelOutputs) -> dict:
     combiner = computation.combiner
     kind = type(combiner)
-    if kind is _EXAMPLE_COUNT:
-        return dict.fromkeys(combiner._keys, float(len(outputs.labels)))
-    if kind is _HISTOGRAM:
+    if kind is tfma_private.EXAMPLE_COUNT:
+        return dict.fromkeys(tfma_private.example_count_keys(combiner), float(len(outputs.labels)))
+    if kind is tfma_private.HISTOGRAM:
         return _histogram(combiner, outputs)
-    if kind is _CONFUSION:
+    if kind is tfma_private.CONFUSION:
         return _confusion(combiner, outputs)
     return _keras(computation, outputs)
 

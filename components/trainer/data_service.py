@@ -180,10 +180,10 @@ def python_ops(dataset) -> list[str]:
     """The ops of a tf.data.Dataset's graph that run Python (``tf.py_function`` and kin)."""
     import tensorflow as tf
 
+    from tfrecord_pipelines.components.private_api.tf_private import serialized_graph
+
     graph = tf.compat.v1.GraphDef.FromString(
-        dataset._as_serialized_graph(  # noqa: SLF001 - tf.data's own way to serialize a dataset
-            external_state_policy=tf.data.experimental.ExternalStatePolicy.WARN
-        ).numpy()
+        serialized_graph(dataset, tf.data.experimental.ExternalStatePolicy.WARN)
     )
     nodes = [*graph.node, *(n for f in graph.library.function for n in f.node_def)]
     return sorted({node.op for node in nodes if node.op in _PYTHON_OPS})

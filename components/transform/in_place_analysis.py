@@ -20,6 +20,8 @@ from tfx.components.util import examples_utils, tfxio_utils
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils
 
+from tfrecord_pipelines.components.private_api import tfx_private
+
 _KEYS = standard_component_specs
 # The split TFX's Transform analyzes (its default splits_config).
 ANALYZED_SPLIT = "train"
@@ -67,7 +69,8 @@ def write_in_place(
         artifact_utils.get_single_uri(input_dict[_KEYS.SCHEMA_KEY])
     )
     transform_output = artifact_utils.get_single_uri(output_dict[_KEYS.TRANSFORM_GRAPH_KEY])
-    preprocessing_fn = executor._GetPreprocessingFn(  # noqa: SLF001 - TFX's own resolution
+    preprocessing_fn = tfx_private.preprocessing_fn(
+        executor,
         {
             labels.MODULE_FILE: exec_properties.get(_KEYS.MODULE_FILE_KEY),
             labels.MODULE_PATH: exec_properties.get(_KEYS.MODULE_PATH_KEY),
@@ -79,17 +82,13 @@ def write_in_place(
         {labels.TRANSFORM_METADATA_OUTPUT_PATH_LABEL: transform_output},
     )
     payload_format, data_view_uri = tfxio_utils.resolve_payload_format_and_data_view_uri(examples)
-    processor = tfx_executor.TransformProcessor()
-    metadata = processor._ReadMetadata(payload_format, schema_file)  # noqa: SLF001
+    steps = tfx_private.InPlaceSteps()
+    metadata = steps.read_metadata(payload_format, schema_file)
     pattern = io_utils.all_files_pattern(artifact_utils.get_split_uris(examples, ANALYZED_SPLIT)[0])
-    (dataset,) = processor._MakeDatasetList(  # noqa: SLF001
-        [pattern],
-        [examples_utils.get_file_format(examples[0])],
-        payload_format,
-        data_view_uri,
-        True,
+    dataset = steps.dataset(
+        pattern, examples_utils.get_file_format(examples[0]), payload_format, data_view_uri
     )
-    tfxio = processor._CreateTFXIO(dataset, metadata.schema)  # noqa: SLF001
+    tfxio = steps.tfxio(dataset, metadata.schema)
     typespecs = tfxio.TensorAdapter().OriginalTypeSpecs()
     if has_analyzers(preprocessing_fn, typespecs):
         return False
@@ -97,5 +96,5 @@ def write_in_place(
         "Transform: no analyzer left (ExampleGen's statistics gave their results); "
         "the graph is written in place, without reading the data."
     )
-    processor._RunInPlaceImpl(preprocessing_fn, False, metadata, typespecs, transform_output)  # noqa: SLF001
+    steps.run_in_place(preprocessing_fn, metadata, typespecs, transform_output)
     return True

@@ -11,6 +11,7 @@ import argparse
 import os
 
 from tfrecord_pipelines.cli import data_service, main
+from tfrecord_pipelines.components.private_api.argparse_private import sub_commands
 
 PAGE = "reference/cli.md"
 # The line of the page that the generated sections replace.
@@ -51,7 +52,7 @@ def cli_reference() -> str:
 
 def _program(parser: argparse.ArgumentParser, summary: str) -> list[str]:
     lines = [f"## `{parser.prog}`", "", summary, "", *_help(parser)]
-    for name, command in main.sub_commands(parser).items():
+    for name, command in sub_commands(parser).items():
         lines += [f"### `{name}`", "", *_help(command)]
     return lines
 

@@ -97,6 +97,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     import tensorflow as tf
 
+    from tfrecord_pipelines.components.private_api.tf_private import worker_address
+
     service = tf.data.experimental.service
     if args.server == "dispatcher":
         server = service.DispatchServer(
@@ -120,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             )
         )
         print(
-            f"tf.data service worker serving at port {server._address.rpartition(':')[2]}, "  # noqa: SLF001
+            f"tf.data service worker serving at port {worker_address(server).rpartition(':')[2]}, "
             f"dispatcher {dispatcher}",
             flush=True,
         )

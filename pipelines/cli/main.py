@@ -435,15 +435,6 @@ def _run(args: argparse.Namespace) -> None:
         _print_summary(summary, layout, config, run_id, seconds, report)
 
 
-def sub_commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    """A parser's sub-commands by name, e.g. ``run`` and ``compile`` of ``build_parser()``."""
-    # argparse has no public way to list them; its subparsers action holds them.
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    return {}
-
-
 def main(argv: list[str] | None = None) -> int:
     """Runs the CLI; returns the exit status."""
     args = build_parser().parse_args(argv)

@@ -230,9 +230,7 @@ class PipelineConfig:
     warm_start: bool = True
 
     def __post_init__(self):
-        check_span_settings(
-            self.source.root, self.source.spans, span=self.span, window=self.window
-        )
+        check_span_settings(self.source.root, self.source.spans, span=self.span, window=self.window)
         if self.window is not None and self.window < 1:
             raise ValueError(f"window must be at least 1 span, got {self.window}.")
         if self.span is not None and self.span < 0:
