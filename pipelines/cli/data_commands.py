@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 
-from tfrecord_pipelines.cli.task_arguments import add_sharding_arguments, compression_argument
+from tfrecord_pipelines.cli.shard_arguments import (
+    add_sharding_arguments,
+    compression_argument,
+    sharding_from_args,
+)
 from tfrecord_pipelines.components.data_source import FORMATS
 from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
 
@@ -121,11 +125,8 @@ def _check_engine(args: argparse.Namespace) -> dict[str, str]:
 
 def run_convert(args: argparse.Namespace) -> None:
     """Converts and prints the shard plan and the quarantine count."""
-    from tfrecord_pipelines.cli.task_arguments import (
-        UsageError,
-        check_writable,
-        sharding_from_args,
-    )
+    from tfrecord_pipelines.cli.task_arguments import check_writable
+    from tfrecord_pipelines.cli.usage import UsageError
     from tfrecord_pipelines.components import filesystem
     from tfrecord_pipelines.components.data_source import check_encoding, check_label, open_source
     from tfrecord_pipelines.components.example_gen.shard_plan import parse_size

@@ -14,6 +14,38 @@ from tfrecord_pipelines.cli.usage import UsageError
 from tfrecord_pipelines.definition.config import EvaluationOptions, EvaluationThresholds
 
 
+def add_evaluation_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds the thresholds that bless a model, the positive class and the slices."""
+    group = parser.add_argument_group("evaluation")
+    group.add_argument(
+        "--min-accuracy",
+        type=float,
+        help="classification: accuracy that blesses "
+        f"(default: {EvaluationThresholds.min_accuracy})",
+    )
+    group.add_argument("--max-mae", type=float, help="regression: mean absolute error that blesses")
+    group.add_argument(
+        "--min-auc",
+        type=float,
+        help="classification: AUC that blesses (two classes: the positive class's; "
+        "more: the classes' macro average)",
+    )
+    group.add_argument(
+        "--positive-class",
+        help="two classes: the label value whose AUC, precision and recall lead the "
+        "summary (default: the second of the two values in sorted order, e.g. 'yes' of "
+        "no/yes, '1' of 0/1)",
+    )
+    group.add_argument(
+        "--slice-by",
+        action="append",
+        default=[],
+        metavar="COLUMN",
+        help="also evaluate the model on each value of this column (repeatable); the report "
+        "shows the metrics per value",
+    )
+
+
 def evaluation_options(
     args: argparse.Namespace, source, task, slice_by: tuple[str, ...], schema, module_file
 ) -> EvaluationOptions:

@@ -12,12 +12,12 @@ from pathlib import Path
 
 from tfrecord_pipelines.cli.task_arguments import (
     SCHEMAS_DIR,
-    UsageError,
     add_no_cache_argument,
     add_task_arguments,
     check_writable,
     config_from_args,
 )
+from tfrecord_pipelines.cli.usage import UsageError
 from tfrecord_pipelines.components.example_gen.spark.session import KUBERNETES_IMAGE_CONF
 
 # Where docker/Dockerfile installs the project's schemas/ folder.

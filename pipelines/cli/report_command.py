@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from tfrecord_pipelines.cli.task_arguments import UsageError
+from tfrecord_pipelines.cli.usage import UsageError
 from tfrecord_pipelines.local.layout import LocalLayout
 
 LATEST = "latest"

@@ -13,20 +13,18 @@ import re
 from pathlib import Path
 
 from tfrecord_pipelines.cli.evaluation_settings import (
+    add_evaluation_arguments,
     evaluation_options,
     slice_features,
     thresholds_from_args,
 )
+from tfrecord_pipelines.cli.shard_arguments import (
+    add_sharding_arguments,
+    compression_argument,
+    sharding_from_args,
+)
 from tfrecord_pipelines.cli.usage import UsageError
 from tfrecord_pipelines.components.drift.thresholds import DEFAULT_MAX_JS, DEFAULT_MAX_LINF
-from tfrecord_pipelines.components.example_gen.shard_plan import (
-    DEFAULT_NUM_READERS,
-    DEFAULT_TARGET_SHARD_BYTES,
-    parse_size,
-    requested_sharding,
-)
-from tfrecord_pipelines.components.shard_compression import parse_compression
-from tfrecord_pipelines.definition.config import EvaluationThresholds
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = _REPO_ROOT / "data" / "penguins"
@@ -35,142 +33,47 @@ SCHEMAS_DIR = _REPO_ROOT / "schemas"
 _NO_AUGMENTATION = "none"
 
 
-def compression_argument(text: str) -> str:
-    """Checks a --compression value for argparse (gzip, gzip:LEVEL or none)."""
-    try:
-        parse_compression(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return text
-
-
-def size_argument(text: str) -> int:
-    """Checks a byte size for argparse (128MiB, 64KiB, 1GB, 4096) and returns its bytes."""
-    try:
-        return parse_size(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
-def positive_int_argument(text: str) -> int:
-    """Checks a count for argparse: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number.") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}.")
-    return value
-
-
-def add_sharding_arguments(parser: argparse.ArgumentParser) -> None:
-    """Adds --shard-size, --num-shards and --readers (``shard_plan.requested_sharding``)."""
-    parser.add_argument(
-        "--shard-size",
-        type=size_argument,
-        help=f"target bytes per shard file, e.g. 64MiB (default: "
-        f"{DEFAULT_TARGET_SHARD_BYTES // 2**20}MiB, raised to --readers shards)",
-    )
-    parser.add_argument(
-        "--num-shards",
-        type=positive_int_argument,
-        help="shards per split, instead of a target size",
-    )
-    parser.add_argument(
-        "--readers",
-        type=positive_int_argument,
-        help="parallel readers of the data: each split gets at least this many shards, "
-        f"data allowing (default: {DEFAULT_NUM_READERS}, unless --shard-size or "
-        "--num-shards is set: what is set wins)",
-    )
-
-
-def sharding_from_args(args: argparse.Namespace):
-    """The ShardingOptions the sharding arguments ask for.
-
-    Raises:
-      UsageError: if both --shard-size and --num-shards are given.
-    """
-    try:
-        return requested_sharding(args.shard_size, args.num_shards, args.readers)
-    except ValueError as e:
-        raise UsageError(f"--shard-size and --num-shards: {e}") from None
-
-
 def add_task_arguments(parser: argparse.ArgumentParser) -> None:
-    """Adds the data, schema, training and evaluation options."""
-    parser.add_argument(
+    """Adds the data, spans, training, evaluation, shard and image options."""
+    _add_data_arguments(parser)
+    _add_span_arguments(parser)
+    _add_training_arguments(parser)
+    add_evaluation_arguments(parser)
+    _add_ingest_arguments(parser)
+    _add_image_arguments(parser)
+    parser.add_argument("--verbose", action="store_true", help="show all library logs")
+
+
+def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("data")
+    group.add_argument(
         "--data",
         help="folder of CSV files, Parquet files or images (class sub-folders or labels.csv) "
         f"(default: the bundled {DEFAULT_DATA.name}); data in spans: a folder per span, named "
         "with TFX's specs, e.g. 'events/day-{SPAN}/', 'events/{YYYY}-{MM}-{DD}/', "
         "'events/day-{SPAN}/v{VERSION}/'",
     )
-    parser.add_argument(
-        "--span",
-        metavar="N|YYYY-MM-DD",
-        help="with spans in --data: the span to convert, a number or a day (default: the "
-        "latest on disk); a span that is not on disk fails the run",
-    )
-    parser.add_argument(
-        "--on-drift",
-        choices=("block", "warn"),
-        default="block",
-        help="with spans in --data (local runs): when this span's data drifted from the "
-        "previous span's, block the push (default) or only warn",
-    )
-    parser.add_argument(
-        "--max-drift-js",
-        type=float,
-        default=DEFAULT_MAX_JS,
-        metavar="D",
-        help="numeric features drift above this Jensen-Shannon divergence on common bins "
-        f"(default: {DEFAULT_MAX_JS}; a schema's drift_comparator wins)",
-    )
-    parser.add_argument(
-        "--max-drift-linf",
-        type=float,
-        default=DEFAULT_MAX_LINF,
-        metavar="D",
-        help="categorical features drift above this L-infinity distance of the values' shares "
-        f"(default: {DEFAULT_MAX_LINF})",
-    )
-    parser.add_argument(
-        "--window",
-        type=int,
-        metavar="N",
-        help="with spans in --data: train on this span and the N-1 before it; each span is "
-        "converted and analyzed once, by the first run whose window holds it (local runs)",
-    )
-    parser.add_argument(
-        "--warm-start",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="with spans in --data (local runs): start training from the latest blessed model "
-        "of earlier spans when its inputs and vocabularies are this model's, for the new data's "
-        "share of the steps (default); --no-warm-start trains from scratch",
-    )
-    parser.add_argument(
+    group.add_argument(
         "--format",
         choices=("csv", "parquet", "images"),
         help="what --data holds (default: detected from the folder)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--label",
         help="column to predict (required with tabular --data; default: "
         f"{DEFAULT_LABEL}); images: always the class, by its folder's or labels.csv's name",
     )
-    parser.add_argument(
+    group.add_argument(
         "--problem", choices=("classification", "regression"), default="classification"
     )
-    parser.add_argument(
+    group.add_argument(
         "--inputs",
         metavar="FEATURE[,FEATURE...]",
         help="the features the model reads (default: every column but the label; images: "
         "the image alone)",
     )
-    parser.add_argument("--name", help="pipeline name (default: the data folder's name)")
-    schema = parser.add_mutually_exclusive_group()
+    group.add_argument("--name", help="pipeline name (default: the data folder's name)")
+    schema = group.add_mutually_exclusive_group()
     schema.add_argument(
         "--schema",
         help="curated schema.pbtxt (default: schemas/<data folder name>/schema.pbtxt if present)",
@@ -178,13 +81,65 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
     schema.add_argument(
         "--infer-schema", action="store_true", help="infer the schema even if a curated one exists"
     )
-    parser.add_argument(
+    group.add_argument(
         "--module-file",
         metavar="FILE.py",
         help="your own preprocessing_fn and/or run_fn (whichever it defines) instead of the "
         "built-in ones",
     )
-    length = parser.add_mutually_exclusive_group()
+
+
+def _add_span_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("data in spans")
+    group.add_argument(
+        "--span",
+        metavar="N|YYYY-MM-DD",
+        help="with spans in --data: the span to convert, a number or a day (default: the "
+        "latest on disk); a span that is not on disk fails the run",
+    )
+    group.add_argument(
+        "--window",
+        type=int,
+        metavar="N",
+        help="with spans in --data: train on this span and the N-1 before it; each span is "
+        "converted and analyzed once, by the first run whose window holds it (local runs)",
+    )
+    group.add_argument(
+        "--warm-start",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with spans in --data (local runs): start training from the latest blessed model "
+        "of earlier spans when its inputs and vocabularies are this model's, for the new data's "
+        "share of the steps (default); --no-warm-start trains from scratch",
+    )
+    group.add_argument(
+        "--on-drift",
+        choices=("block", "warn"),
+        default="block",
+        help="with spans in --data (local runs): when this span's data drifted from the "
+        "previous span's, block the push (default) or only warn",
+    )
+    group.add_argument(
+        "--max-drift-js",
+        type=float,
+        default=DEFAULT_MAX_JS,
+        metavar="D",
+        help="numeric features drift above this Jensen-Shannon divergence on common bins "
+        f"(default: {DEFAULT_MAX_JS}; a schema's drift_comparator wins)",
+    )
+    group.add_argument(
+        "--max-drift-linf",
+        type=float,
+        default=DEFAULT_MAX_LINF,
+        metavar="D",
+        help="categorical features drift above this L-infinity distance of the values' shares "
+        f"(default: {DEFAULT_MAX_LINF})",
+    )
+
+
+def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("training")
+    length = group.add_mutually_exclusive_group()
     length.add_argument(
         "--train-steps",
         type=int,
@@ -195,78 +150,53 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         help="passes over the training split, e.g. 3 or 0.5 (default: as --train-steps)",
     )
-    parser.add_argument("--eval-steps", type=int, default=20)
-    parser.add_argument(
-        "--min-accuracy",
-        type=float,
-        help="classification: accuracy that blesses "
-        f"(default: {EvaluationThresholds.min_accuracy})",
-    )
-    parser.add_argument(
-        "--max-mae", type=float, help="regression: mean absolute error that blesses"
-    )
-    parser.add_argument(
-        "--min-auc",
-        type=float,
-        help="classification: AUC that blesses (two classes: the positive class's; "
-        "more: the classes' macro average)",
-    )
-    parser.add_argument(
-        "--positive-class",
-        help="two classes: the label value whose AUC, precision and recall lead the "
-        "summary (default: the second of the two values in sorted order, e.g. 'yes' of "
-        "no/yes, '1' of 0/1)",
-    )
-    parser.add_argument(
-        "--slice-by",
-        action="append",
-        default=[],
-        metavar="COLUMN",
-        help="also evaluate the model on each value of this column (repeatable); the report "
-        "shows the metrics per value",
-    )
-    parser.add_argument(
+    group.add_argument("--eval-steps", type=int, default=20)
+    group.add_argument(
         "--batch-size",
         type=int,
         help="Trainer's global batch (default: from the train split's size: 64, doubled up to "
         "1024 while an epoch would take over 1000 steps)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--cache",
         default="auto",
         metavar="auto|none|memory|FOLDER",
         help="cache the parsed train split (images: decoded): auto (in memory when small), "
         "none, memory, or a local folder for a file cache (default: auto)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--mixed-precision", action="store_true", help="train in mixed_float16 (GPUs)"
     )
-    parser.add_argument(
+    group.add_argument(
         "--data-service",
         metavar="HOST:PORT",
         help="tf.data service dispatcher whose workers read, parse and decode the training "
         "input (python -m tfrecord_pipelines.cli.data_service; k8s/components/data-service)",
     )
-    add_sharding_arguments(parser)
-    parser.add_argument(
+
+
+def _add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("shards and ExampleGen's engine")
+    add_sharding_arguments(group)
+    group.add_argument(
         "--compression",
         type=compression_argument,
         help="of the shards: gzip, gzip:LEVEL (1 fastest - 9 smallest) or none "
         "(default: gzip for tabular data, none for images)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--example-gen-engine",
         choices=("beam", "spark"),
         default="beam",
         help="ShardedExampleGen's engine: beam (default: the --beam-arg runner) or spark "
         "(needs Java 17; see --spark-master, --spark-conf)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--spark-master",
         help="with --example-gen-engine spark: local[N], local-cluster[N,CORES,MB], "
         "spark://HOST:PORT or k8s://https://HOST:PORT (default: local[*])",
     )
-    parser.add_argument(
+    group.add_argument(
         "--spark-conf",
         action="append",
         default=[],
@@ -274,34 +204,36 @@ def add_task_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --example-gen-engine spark: a session setting, e.g. "
         "spark.executor.memory=4g (repeatable)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--encoding",
         default="utf-8",
         help="CSV: the files' text encoding, e.g. latin-1 or cp1252 (default: utf-8); "
         "rows that do not decode are quarantined",
     )
-    images = parser.add_argument_group("images")
-    images.add_argument(
+
+
+def _add_image_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("images")
+    group.add_argument(
         "--image-size",
         type=int,
         help="model input side in pixels (default: the median side of the training images, "
         "within 32-224)",
     )
-    images.add_argument(
+    group.add_argument(
         "--image-channels", type=int, choices=(1, 3), help="3: RGB (default), 1: grayscale"
     )
-    images.add_argument(
+    group.add_argument(
         "--augment",
         metavar="crop,flip|none",
         help="training augmentations: crop (random shifts and zooms), flip (left-right; not "
         "for text or digits) (default: crop)",
     )
-    images.add_argument(
+    group.add_argument(
         "--image-model",
         choices=("resnet", "mobilenet_v2", "efficientnet_b0"),
         help="convolutional network, trained from scratch (default: resnet, a small one)",
     )
-    parser.add_argument("--verbose", action="store_true", help="show all library logs")
 
 
 def add_no_cache_argument(parser: argparse.ArgumentParser) -> None:
