@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from typing import Any
@@ -290,116 +291,161 @@ class Executor(BaseExampleGenExecutor):
         )
         quarantine = artifact_utils.get_single_instance(output_dict[keys.QUARANTINE_KEY])
         examples.split_names = artifact_utils.encode_split_names(split_names)
-        compression = exec_properties[keys.COMPRESSION_KEY]
-        sharding = ShardingOptions(
-            target_shard_bytes=exec_properties[keys.TARGET_SHARD_BYTES_KEY],
-            num_readers=exec_properties.get(keys.NUM_READERS_KEY),
-            num_shards=exec_properties.get(keys.NUM_SHARDS_KEY),
-        )
         exec_properties = {
             **exec_properties,
             _QUARANTINE_URI: quarantine.uri,
             _SCHEMA: _load_schema(input_dict),
         }
-        outcome_paths = {
-            name: os.path.join(examples.uri, f".outcome-{name}.json") for name in split_names
-        }
-        spill_dir = os.path.join(examples.uri, _SPILL_DIR)
         logging.info("Converting %s into sharded TFRecords.", exec_properties["input_base"])
-        split_dirs = {name: artifact_utils.get_split_uri([examples], name) for name in split_names}
         span = _resolved(exec_properties, utils.SPAN_PROPERTY_NAME) or 0
-        statistics_paths = _statistics_paths(output_dict, span, split_names)
-        plans = _source_plans(exec_properties, input_config, output_config)
+        conversion = _Conversion(
+            split_dirs={
+                name: artifact_utils.get_split_uri([examples], name) for name in split_names
+            },
+            outcome_paths={
+                name: os.path.join(examples.uri, f".outcome-{name}.json") for name in split_names
+            },
+            spill_dir=os.path.join(examples.uri, _SPILL_DIR),
+            statistics_paths=_statistics_paths(output_dict, span, split_names),
+            plans=_source_plans(exec_properties, input_config, output_config),
+            sharding=ShardingOptions(
+                target_shard_bytes=exec_properties[keys.TARGET_SHARD_BYTES_KEY],
+                num_readers=exec_properties.get(keys.NUM_READERS_KEY),
+                num_shards=exec_properties.get(keys.NUM_SHARDS_KEY),
+            ),
+            compression=exec_properties[keys.COMPRESSION_KEY],
+        )
+        outcomes = self._convert(conversion, exec_properties, input_config, output_config)
+        summary = summarize_quarantine(quarantine.uri)
+        report = _shard_plan_report(
+            conversion, outcomes, summary, sizing, exec_properties, input_config
+        )
+        _publish(examples, quarantine, report, summary.count)
+        if output_dict.get(keys.SUMMARY_KEY):
+            ui_artifacts.write_text(
+                artifact_utils.get_single_instance(output_dict[keys.SUMMARY_KEY]),
+                summary_page.render(report, conversion.statistics_paths),
+            )
+        _check_outcome(report, summary, exec_properties[keys.MAX_BAD_FRACTION_KEY], quarantine.uri)
+
+    def _convert(self, conversion, exec_properties, input_config, output_config) -> dict:
+        """Converts on Spark or Beam into each split's shards; returns each split's outcome."""
         on_spark = (exec_properties.get(keys.ENGINE_KEY) or BEAM) == SPARK
         if on_spark:
             _convert_with_spark(
-                plans,
+                conversion.plans,
                 exec_properties,
-                split_dirs=split_dirs,
-                outcome_paths=outcome_paths,
-                quarantine_uri=quarantine.uri,
-                spill_dir=spill_dir,
-                sharding=sharding,
-                compression=compression,
+                split_dirs=conversion.split_dirs,
+                outcome_paths=conversion.outcome_paths,
+                quarantine_uri=exec_properties[_QUARANTINE_URI],
+                spill_dir=conversion.spill_dir,
+                sharding=conversion.sharding,
+                compression=conversion.compression,
             )
         else:
             with self._make_beam_pipeline() as pipeline:
                 splits = _read_spilled_splits(
                     pipeline,
-                    plans,
+                    conversion.plans,
                     exec_properties,
                     output_config,
                     input_config,
-                    spill_dir,
-                    statistics_paths,
+                    conversion.spill_dir,
+                    conversion.statistics_paths,
                 )
                 for name, batches in splits.items():
                     _ = batches | f"WriteSplit[{name}]" >> WriteShardedTFRecords(
-                        split_dirs[name], outcome_paths[name], sharding, compression
+                        conversion.split_dirs[name],
+                        conversion.outcome_paths[name],
+                        conversion.sharding,
+                        conversion.compression,
                     )
-
         outcomes = {
-            name: finalize_split(split_dirs[name], outcome_paths[name], compression)
-            for name in split_names
+            name: finalize_split(folder, conversion.outcome_paths[name], conversion.compression)
+            for name, folder in conversion.split_dirs.items()
         }
         # Spill files of bundles a runner retried were never read.
-        if tf.io.gfile.exists(spill_dir):
-            tf.io.gfile.rmtree(spill_dir)
-        if on_spark and statistics_paths:
+        if tf.io.gfile.exists(conversion.spill_dir):
+            tf.io.gfile.rmtree(conversion.spill_dir)
+        if on_spark and conversion.statistics_paths:
             logging.info("Describing the shards Spark wrote (TFDV runs on Beam only).")
             with self._make_beam_pipeline() as pipeline:
                 _describe_shards(
-                    pipeline, split_dirs, statistics_paths, exec_properties[keys.SOURCE_FORMAT_KEY]
+                    pipeline,
+                    conversion.split_dirs,
+                    conversion.statistics_paths,
+                    exec_properties[keys.SOURCE_FORMAT_KEY],
                 )
-        summary = summarize_quarantine(quarantine.uri)
-        written = sum(o["records"] for o in outcomes.values())
-        report = {
-            **_span_of(exec_properties, input_config),
-            "target_shard_bytes": sharding.target_shard_bytes,
-            "num_readers": sharding.num_readers,
-            "num_shards": sharding.num_shards,
-            "compression": compression,
-            "records_read": written + summary.count,
-            "records_written": written,
-            "quarantined": summary.count,
-            "quarantined_by_reason": summary.by_reason,
-            "splits": outcomes,
-        }
-        if sizing:
-            report["split_sizing"] = sizing.to_json()
-        if exec_properties[keys.SOURCE_FORMAT_KEY] == IMAGES:
-            skipped = [path for plan in plans for path in plan.skipped]
-            report["skipped_files"] = {"count": len(skipped), "first": skipped[:100]}
-        # Written whole or not at all: a plan is the mark of a complete conversion.
-        plan_path = os.path.join(examples.uri, SHARD_PLAN_FILE)
-        with tf.io.gfile.GFile(plan_path + ".partial", "w") as f:
-            json.dump(report, f, indent=2)
-        tf.io.gfile.rename(plan_path + ".partial", plan_path, overwrite=True)
-        examples_utils.set_payload_format(examples, example_gen_pb2.FORMAT_TF_EXAMPLE)
-        # TFX names every TFRecord format 'tfrecords_gzip'; readers detect GZIP by '.gz'.
-        examples_utils.set_file_format(examples, "tfrecords_gzip")
-        examples.set_string_custom_property("compression", compression)
-        examples.set_string_custom_property(keys.SHARD_PLAN_KEY, json.dumps(report))
-        examples.set_int_custom_property("records_written", written)
-        examples.set_int_custom_property("quarantined_count", summary.count)
-        quarantine.set_int_custom_property("count", summary.count)
-        if output_dict.get(keys.SUMMARY_KEY):
-            ui_artifacts.write_text(
-                artifact_utils.get_single_instance(output_dict[keys.SUMMARY_KEY]),
-                summary_page.render(report, statistics_paths),
-            )
+        return outcomes
 
-        for name, outcome in outcomes.items():
-            if outcome["records"] == 0:
-                raise ValueError(
-                    f"Split {name!r} received no examples ({report['records_read']} records read, "
-                    f"{summary.count} quarantined); add data or change the split ratios."
-                )
-        max_bad = exec_properties[keys.MAX_BAD_FRACTION_KEY]
-        if report["records_read"] and summary.count / report["records_read"] > max_bad:
+
+@dataclasses.dataclass(frozen=True)
+class _Conversion:
+    """Where one execution's conversion writes, and what it reads."""
+
+    split_dirs: dict[str, str]
+    outcome_paths: dict[str, str]
+    spill_dir: str
+    statistics_paths: dict[str, str]
+    plans: list
+    sharding: ShardingOptions
+    compression: str
+
+
+def _shard_plan_report(
+    conversion: _Conversion, outcomes: dict, summary, sizing, exec_properties, input_config
+) -> dict:
+    """The shard plan and counts of a finished conversion (``shard_plan.json``)."""
+    written = sum(o["records"] for o in outcomes.values())
+    report = {
+        **_span_of(exec_properties, input_config),
+        "target_shard_bytes": conversion.sharding.target_shard_bytes,
+        "num_readers": conversion.sharding.num_readers,
+        "num_shards": conversion.sharding.num_shards,
+        "compression": conversion.compression,
+        "records_read": written + summary.count,
+        "records_written": written,
+        "quarantined": summary.count,
+        "quarantined_by_reason": summary.by_reason,
+        "splits": outcomes,
+    }
+    if sizing:
+        report["split_sizing"] = sizing.to_json()
+    if exec_properties[keys.SOURCE_FORMAT_KEY] == IMAGES:
+        skipped = [path for plan in conversion.plans for path in plan.skipped]
+        report["skipped_files"] = {"count": len(skipped), "first": skipped[:100]}
+    return report
+
+
+def _publish(examples: types.Artifact, quarantine: types.Artifact, report: dict, bad: int):
+    """Writes the shard plan beside the splits and on the artifacts."""
+    # Written whole or not at all: a plan is the mark of a complete conversion.
+    plan_path = os.path.join(examples.uri, SHARD_PLAN_FILE)
+    with tf.io.gfile.GFile(plan_path + ".partial", "w") as f:
+        json.dump(report, f, indent=2)
+    tf.io.gfile.rename(plan_path + ".partial", plan_path, overwrite=True)
+    examples_utils.set_payload_format(examples, example_gen_pb2.FORMAT_TF_EXAMPLE)
+    # TFX names every TFRecord format 'tfrecords_gzip'; readers detect GZIP by '.gz'.
+    examples_utils.set_file_format(examples, "tfrecords_gzip")
+    examples.set_string_custom_property("compression", report["compression"])
+    examples.set_string_custom_property(keys.SHARD_PLAN_KEY, json.dumps(report))
+    examples.set_int_custom_property("records_written", report["records_written"])
+    examples.set_int_custom_property("quarantined_count", bad)
+    quarantine.set_int_custom_property("count", bad)
+
+
+def _check_outcome(report: dict, summary, max_bad: float, quarantine_uri: str) -> None:
+    """Fails the conversion for an empty split, or more quarantined input than allowed."""
+    for name, outcome in report["splits"].items():
+        if outcome["records"] == 0:
             raise ValueError(
-                f"{summary.count} of {report['records_read']} input records "
-                f"({summary.count / report['records_read']:.2%}) were quarantined, more than "
-                f"max_bad_fraction {max_bad:.2%}: {summary.describe()}. "
-                f"All of them: {quarantine.uri}"
+                f"Split {name!r} received no examples ({report['records_read']} records read, "
+                f"{summary.count} quarantined); add data or change the split ratios."
             )
+    if report["records_read"] and summary.count / report["records_read"] > max_bad:
+        raise ValueError(
+            f"{summary.count} of {report['records_read']} input records "
+            f"({summary.count / report['records_read']:.2%}) were quarantined, more than "
+            f"max_bad_fraction {max_bad:.2%}: {summary.describe()}. "
+            f"All of them: {quarantine_uri}"
+        )

@@ -181,6 +181,57 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     inputs = warm_start.model_inputs(
         tf_transform_output, _model_settings(task, options, reading), list(fn_args.train_files)
     )
+    with strategy.scope():
+        model = build_model(
+            tf_transform_output, task, image=reading.image, image_architecture=options.image_model
+        )
+    # The serving model is the trained layers alone, without the training metrics: the
+    # weights a warm start loads are this view's.
+    serving_model = tf.keras.Model(model.inputs, model.outputs)
+    length = _start_from_base_model(fn_args, serving_model, inputs, length, train_records)
+    service = _data_service(options)
+    # The workers read each epoch anew: a cache there would hold only some shards.
+    cache = (
+        None
+        if service
+        else resolve_cache(
+            options.cache,
+            reading.cached_bytes_per_record,
+            os.path.basename(fn_args.model_run_dir),
+            length,
+        )
+    )
+    train, evaluation = _datasets(fn_args, task, reading, options, batch_size, cache, service)
+    logging.info(
+        "Training %d steps (%s: %d examples, %.2f epochs of the %d-example train split) "
+        "with %s on %d replica(s), batch %d, cache %s.",
+        length.steps,
+        length.asked,
+        length.examples,
+        length.epochs,
+        length.train_records,
+        type(strategy).__name__,
+        strategy.num_replicas_in_sync,
+        batch_size,
+        cache or "none",
+    )
+    _fit(model, fn_args, train, evaluation, length.steps, options.epoch_steps, service)
+    if cache and cache != CACHE_MEMORY:
+        tf.io.gfile.rmtree(os.path.dirname(cache))
+    serving_model.save(
+        fn_args.serving_model_dir,
+        save_format="tf",
+        signatures=make_signatures(serving_model, tf_transform_output, task, reading.image),
+    )
+    warm_start.save(serving_model, fn_args.serving_model_dir, inputs)
+
+
+def _start_from_base_model(
+    fn_args: tfx.components.FnArgs, serving_model, inputs, length, train_records: int
+):
+    """Loads the base model's weights when they fit (``warm_start``); returns the training
+    length: steps asked for are trained as asked, a plan from the data's size shrinks to
+    the new data's share when the model starts from one that saw the rest."""
     base = warm_start.read_base_inputs(fn_args.base_model)
     new_files = warm_start.new_train_files(base, fn_args.train_files)
     warm = warm_start.plan(
@@ -190,16 +241,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         split_records(new_files) if len(new_files) < len(fn_args.train_files) else train_records,
         train_records,
     )
-    with strategy.scope():
-        model = build_model(
-            tf_transform_output, task, image=reading.image, image_architecture=options.image_model
-        )
-    # The serving model is the trained layers alone, without the training metrics: the
-    # weights a warm start loads are this view's.
-    serving_model = tf.keras.Model(model.inputs, model.outputs)
     warm = warm_start.load(serving_model, warm)
-    # Steps asked for are trained as asked; a plan from the data's size shrinks to the
-    # new data's share when the model starts from one that saw the rest.
     from_scratch = length.steps
     if length.asked != "train_steps":
         length = dataclasses.replace(length, steps=warm.steps(from_scratch))
@@ -214,31 +256,38 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
             100 * length.epochs,
             length.train_records,
         )
-    label_key = transformed_name(task.label)
-    service = DataService(options.data_service) if options.data_service else None
-    if service:
-        workers = wait_for_workers(service)
-        logging.info(
-            "Training input from the tf.data service at %s: %d worker(s) registered, "
-            "sharding %s; evaluation reads locally.",
-            service.address,
-            len(workers),
-            service.sharding,
-        )
-    # The workers read each epoch anew: a cache there would hold only some shards.
-    cache = (
-        None
-        if service
-        else resolve_cache(
-            options.cache,
-            reading.cached_bytes_per_record,
-            os.path.basename(fn_args.model_run_dir),
-            length,
-        )
+    return length
+
+
+def _data_service(options: TrainingOptions) -> DataService | None:
+    """The tf.data service that reads the training input, once its workers registered."""
+    if not options.data_service:
+        return None
+    service = DataService(options.data_service)
+    workers = wait_for_workers(service)
+    logging.info(
+        "Training input from the tf.data service at %s: %d worker(s) registered, "
+        "sharding %s; evaluation reads locally.",
+        service.address,
+        len(workers),
+        service.sharding,
     )
+    return service
+
+
+def _datasets(
+    fn_args: tfx.components.FnArgs,
+    task: Task,
+    reading: _Reading,
+    options: TrainingOptions,
+    batch_size: int,
+    cache: str | None,
+    service: DataService | None,
+):
+    """The train and evaluation datasets (``make_dataset``)."""
     common = dict(
         feature_spec=reading.feature_spec,
-        label_key=label_key,
+        label_key=transformed_name(task.label),
         transform=reading.transform,
         image=reading.image,
     )
@@ -256,9 +305,23 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         training=False,
         **common,
     )
+    return train, evaluation
+
+
+def _fit(
+    model,
+    fn_args: tfx.components.FnArgs,
+    train,
+    evaluation,
+    steps: int,
+    epoch_steps: int,
+    service: DataService | None,
+) -> None:
+    """Trains ``steps`` steps, going on from an interrupted execution's backup if one is there,
+    reporting every ``epoch_steps`` (validation, input stall, TensorBoard)."""
     # Keras epochs are reporting periods (validation, input stall), not passes over the data.
-    epochs = math.ceil(length.steps / options.epoch_steps)
-    steps_per_epoch = math.ceil(length.steps / epochs)
+    epochs = math.ceil(steps / epoch_steps)
+    steps_per_epoch = math.ceil(steps / epochs)
     backup = backup_dir(fn_args)
     resumed_epochs = epochs_done(backup)
     if resumed_epochs:
@@ -270,19 +333,6 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
             resumed_epochs * steps_per_epoch,
         )
     write_resume_report(fn_args.model_run_dir, backup, resumed_epochs * steps_per_epoch)
-    logging.info(
-        "Training %d steps (%s: %d examples, %.2f epochs of the %d-example train split) "
-        "with %s on %d replica(s), batch %d, cache %s.",
-        length.steps,
-        length.asked,
-        length.examples,
-        length.epochs,
-        length.train_records,
-        type(strategy).__name__,
-        strategy.num_replicas_in_sync,
-        batch_size,
-        cache or "none",
-    )
     model.fit(
         train,
         epochs=epochs,
@@ -297,11 +347,3 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         ],
         verbose=2,
     )
-    if cache and cache != CACHE_MEMORY:
-        tf.io.gfile.rmtree(os.path.dirname(cache))
-    serving_model.save(
-        fn_args.serving_model_dir,
-        save_format="tf",
-        signatures=make_signatures(serving_model, tf_transform_output, task, reading.image),
-    )
-    warm_start.save(serving_model, fn_args.serving_model_dir, inputs)
