@@ -8,7 +8,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import tensorflow as tf
-from evaluator_paths import TfmaPathExecutor, assert_same_evaluation, evaluate_with_ui
+from evaluator_paths import (
+    TfmaPathExecutor,
+    assert_same_evaluation,
+    evaluate_with_ui,
+    row_by_row_model,
+)
 
 from conftest import run_cli, run_summary
 from kfp_ui_layout import area_under, check_confusion_matrix, check_roc_curve
@@ -93,6 +98,7 @@ def test_parquet_folder_with_list_columns_trains_evaluates_and_serves(tmp_path):
 def _check_both_evaluator_paths(output, summary, tmp_path) -> None:
     """TFMA's path and the batched one agree on the binary model, passing and failing --min-auc."""
     (examples,) = (output / "pipeline_root" / "shop" / "ShardedExampleGen" / "examples").iterdir()
+    model = row_by_row_model(summary.model, tmp_path / "model")
     for min_auc, blessed in ((0.8, True), (0.9999, False)):
         config = make_eval_config(
             Task(label="label"),
@@ -103,7 +109,7 @@ def _check_both_evaluator_paths(output, summary, tmp_path) -> None:
             evaluate_with_ui(
                 path,
                 str(examples),
-                summary.model,
+                model,
                 config,
                 tmp_path / f"{path.__name__}{min_auc}",
                 label_vocabulary="label_vocab",

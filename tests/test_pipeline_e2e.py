@@ -11,7 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from evaluator_paths import TfmaPathExecutor, assert_same_evaluation, evaluate
+from evaluator_paths import (
+    TfmaPathExecutor,
+    assert_same_evaluation,
+    evaluate,
+    row_by_row_model,
+)
 
 from conftest import printed_run_id, run_cli, run_summary
 from tfrecord_pipelines.components.evaluator.executor import Executor
@@ -275,14 +280,15 @@ def test_batched_evaluator_computes_what_tfma_computes(
         EvaluationThresholds(min_accuracy=min_accuracy),
         EvaluationOptions(slice_by=("island",), num_classes=3),
     )
+    model = row_by_row_model(summary.model, tmp_path / "model")
     runs = {
         path.__name__: evaluate(
             path,
             str(examples),
-            summary.model,
+            model,
             config,
             tmp_path / path.__name__,
-            baseline=summary.model,
+            baseline=model,
             label_vocabulary="species_vocab",
         )  # fmt: skip
         for path in (TfmaPathExecutor, Executor)
