@@ -233,6 +233,8 @@ def make_dataset(
         dataset = dataset.shuffle(max(blocks, 2), seed=seed)
     spec = dict(feature_spec)
 
+    # Plain graph code, not converted by AutoGraph (a transform layer's code with it).
+    @tf.autograph.experimental.do_not_convert
     def parse(serialized: tf.Tensor) -> Features:
         features = tf.io.parse_example(serialized, spec)
         return transform(features) if transform else features

@@ -103,9 +103,14 @@ class InputStallModel(tf.keras.Model):
 
         return stamped if self.run_eagerly else tf.function(stamped, reduce_retracing=True)
 
+    # Not converted by AutoGraph: the steps hold no Python control flow on tensors, and
+    # converting Keras' train and test steps, everything they call included, was most
+    # of a small model's training time (measured in docs/benchmarks/startup.md).
+    @tf.autograph.experimental.do_not_convert
     def train_step(self, data):
         return self._timed(super().train_step, data)
 
+    @tf.autograph.experimental.do_not_convert
     def test_step(self, data):
         return self._timed(super().test_step, data)
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 import tensorflow_transform as tft
-from tfx import v1 as tfx
+from tfx.components.trainer.fn_args_utils import FnArgs
 
 from tfrecord_pipelines.components.task import Task, transformed_name
 from tfrecord_pipelines.components.trainer import warm_start
@@ -61,7 +61,7 @@ class _Reading:
 
 
 def _reading(
-    fn_args: tfx.components.FnArgs,
+    fn_args: FnArgs,
     task: Task,
     options: TrainingOptions,
     tf_transform_output: tft.TFTransformOutput,
@@ -149,7 +149,7 @@ def _model_settings(task: Task, options: TrainingOptions, reading: _Reading) -> 
 
 
 # TFX entry point: the Trainer calls run_fn(fn_args).
-def run_fn(fn_args: tfx.components.FnArgs) -> None:
+def run_fn(fn_args: FnArgs) -> None:
     """Trains on the train split and saves the serving model.
 
     Reads the examples with ``make_dataset`` (feature spec from the Transform
@@ -226,9 +226,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     warm_start.save(serving_model, fn_args.serving_model_dir, inputs)
 
 
-def _start_from_base_model(
-    fn_args: tfx.components.FnArgs, serving_model, inputs, length, train_records: int
-):
+def _start_from_base_model(fn_args: FnArgs, serving_model, inputs, length, train_records: int):
     """Loads the base model's weights when they fit (``warm_start``); returns the training
     length: steps asked for are trained as asked, a plan from the data's size shrinks to
     the new data's share when the model starts from one that saw the rest."""
@@ -276,7 +274,7 @@ def _data_service(options: TrainingOptions) -> DataService | None:
 
 
 def _datasets(
-    fn_args: tfx.components.FnArgs,
+    fn_args: FnArgs,
     task: Task,
     reading: _Reading,
     options: TrainingOptions,
@@ -310,7 +308,7 @@ def _datasets(
 
 def _fit(
     model,
-    fn_args: tfx.components.FnArgs,
+    fn_args: FnArgs,
     train,
     evaluation,
     steps: int,

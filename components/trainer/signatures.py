@@ -57,7 +57,8 @@ def make_signatures(
         else None
     )
 
-    @tf.function(input_signature=[_EXAMPLES_SPEC])
+    # Plain graph code: AutoGraph would convert the Transform layer and the model for nothing.
+    @tf.function(input_signature=[_EXAMPLES_SPEC], autograph=False)
     def serve(examples):
         features = model.tft_layer(tf.io.parse_example(examples, serving_spec))
         features = {k: v for k, v in features.items() if k in input_names}
@@ -72,7 +73,7 @@ def make_signatures(
             CLASSES_OUTPUT: tf.tile(class_names[tf.newaxis, :], [rows, 1]),
         }
 
-    @tf.function(input_signature=[_EXAMPLES_SPEC])
+    @tf.function(input_signature=[_EXAMPLES_SPEC], autograph=False)
     def transform_features(examples):
         return model.tft_layer(tf.io.parse_example(examples, raw_spec))
 
