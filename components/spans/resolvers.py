@@ -23,8 +23,10 @@ from __future__ import annotations
 
 from ml_metadata.proto import metadata_store_pb2
 from tfx import types
-from tfx import v1 as tfx
 from tfx.dsl.components.base import base_node
+from tfx.dsl.components.common.resolver import Resolver, ResolverStrategy
+from tfx.types import standard_artifacts
+from tfx.types.channel import Channel
 
 from tfrecord_pipelines.components.keys import (
     EXAMPLES_KEY,
@@ -61,7 +63,7 @@ def _version(artifact: types.Artifact) -> int:
     return artifact.get_int_custom_property(VERSION_PROPERTY)
 
 
-class SpanWindowStrategy(tfx.dsl.experimental.ResolverStrategy):
+class SpanWindowStrategy(ResolverStrategy):
     """Spans ``end - num_spans + 1`` to ``end`` of ``examples``: per span the highest version's
     newest conversion, in span order."""
 
@@ -83,7 +85,7 @@ class SpanWindowStrategy(tfx.dsl.experimental.ResolverStrategy):
         return {EXAMPLES_KEY: [newest[span] for span in sorted(newest)]}
 
 
-class PreviousSpanStrategy(tfx.dsl.experimental.ResolverStrategy):
+class PreviousSpanStrategy(ResolverStrategy):
     """The newest artifact of the highest span before ``end`` (its highest version), or none."""
 
     def __init__(self, end: int):
@@ -114,7 +116,7 @@ def spans_read(store, artifact_id: int) -> set[int]:
     }
 
 
-class LatestBeforeSpanStrategy(tfx.dsl.experimental.ResolverStrategy):
+class LatestBeforeSpanStrategy(ResolverStrategy):
     """The newest artifact of each input whose producer read only spans before ``end``, or
     none (TFX's LatestArtifactStrategy fails the resolver when there is none: a first run
     has no analyzer cache yet).
@@ -137,17 +139,13 @@ class LatestBeforeSpanStrategy(tfx.dsl.experimental.ResolverStrategy):
         return result
 
 
-def outputs_of(artifact_type: type, component_id: str, output_key: str) -> tfx.dsl.Channel:
+def outputs_of(artifact_type: type, component_id: str, output_key: str) -> Channel:
     """A plain Channel of every artifact ``component_id`` recorded under ``output_key``, in
     any run: what a Resolver picks from."""
-    return tfx.dsl.Channel(
-        type=artifact_type, producer_component_id=component_id, output_key=output_key
-    )
+    return Channel(type=artifact_type, producer_component_id=component_id, output_key=output_key)
 
 
-def span_window_resolver(
-    example_gen: base_node.BaseNode, num_spans: int, end: int
-) -> tfx.dsl.Resolver:
+def span_window_resolver(example_gen: base_node.BaseNode, num_spans: int, end: int) -> Resolver:
     """The Resolver handing Transform and the Trainer the window's Examples.
 
     Args:
@@ -156,34 +154,32 @@ def span_window_resolver(
       num_spans: the window's length in spans.
       end: the window's last span: the run's own.
     """
-    resolver = tfx.dsl.Resolver(
+    resolver = Resolver(
         strategy_class=SpanWindowStrategy,
         config={"num_spans": num_spans, "end": end},
         # A plain Channel: every conversion ExampleGen recorded, of any run.
-        examples=outputs_of(tfx.types.standard_artifacts.Examples, example_gen.id, EXAMPLES_KEY),
+        examples=outputs_of(standard_artifacts.Examples, example_gen.id, EXAMPLES_KEY),
     ).with_id(WINDOW_RESOLVER)
     resolver.add_upstream_node(example_gen)
     return resolver
 
 
-def previous_span_statistics_resolver(example_gen_id: str, end: int) -> tfx.dsl.Resolver:
+def previous_span_statistics_resolver(example_gen_id: str, end: int) -> Resolver:
     """The Resolver handing DriftCheck the statistics of the span before ``end``."""
-    return tfx.dsl.Resolver(
+    return Resolver(
         strategy_class=PreviousSpanStrategy,
         config={"end": end},
-        statistics=outputs_of(
-            tfx.types.standard_artifacts.ExampleStatistics, example_gen_id, STATISTICS_KEY
-        ),
+        statistics=outputs_of(standard_artifacts.ExampleStatistics, example_gen_id, STATISTICS_KEY),
     ).with_id(PREVIOUS_SPAN_RESOLVER)
 
 
-def analyzer_cache_resolver(transform_id: str, end: int) -> tfx.dsl.Resolver:
+def analyzer_cache_resolver(transform_id: str, end: int) -> Resolver:
     """The Resolver handing Transform the analyzer cache the last execution over spans before
     ``end`` wrote."""
-    return tfx.dsl.Resolver(
+    return Resolver(
         strategy_class=LatestBeforeSpanStrategy,
         config={"end": end},
         cache=outputs_of(
-            tfx.types.standard_artifacts.TransformCache, transform_id, UPDATED_ANALYZER_CACHE_KEY
+            standard_artifacts.TransformCache, transform_id, UPDATED_ANALYZER_CACHE_KEY
         ),
     ).with_id(ANALYZER_CACHE_RESOLVER)

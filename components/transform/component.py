@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tfx import types
-from tfx import v1 as tfx
+from tfx.components import Transform as TfxTransform
 from tfx.dsl.components.base import executor_spec
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter
@@ -23,7 +23,7 @@ class TransformSpec(standard_component_specs.TransformSpec):
     }
 
 
-class Transform(tfx.components.Transform):
+class Transform(TfxTransform):
     """TFX's Transform, its parameters and outputs, run by ``executor.Executor``.
 
     Outputs as TFX's; the transform_graph artifact also carries the custom

@@ -5,8 +5,10 @@ model trained on earlier spans only)."""
 from __future__ import annotations
 
 from tfx import types
-from tfx import v1 as tfx
 from tfx.components.evaluator import constants as evaluator_constants
+from tfx.dsl.components.common.resolver import Resolver, ResolverStrategy
+from tfx.types import standard_artifacts
+from tfx.types.channel import Channel
 
 from tfrecord_pipelines.components.keys import MODEL_BLESSING_KEY, MODEL_KEY
 from tfrecord_pipelines.components.spans.resolvers import outputs_of, spans_read
@@ -17,7 +19,7 @@ BASELINE_RESOLVER = "latest_blessed_model_resolver"
 BASE_MODEL_RESOLVER = "warm_start_model_resolver"
 
 
-class LatestOtherBlessedModelStrategy(tfx.dsl.experimental.ResolverStrategy):
+class LatestOtherBlessedModelStrategy(ResolverStrategy):
     """Resolves the latest blessed Model that is not this run's candidate.
 
     TFX's LatestBlessedModelStrategy returns the latest blessed model even
@@ -51,7 +53,7 @@ def _blessed(blessings: list[types.Artifact]) -> dict[int, types.Artifact]:
     }
 
 
-class LatestBlessedModelBeforeSpanStrategy(tfx.dsl.experimental.ResolverStrategy):
+class LatestBlessedModelBeforeSpanStrategy(ResolverStrategy):
     """Resolves the latest blessed Model whose training read only spans before ``end``.
 
     A warm start's base: the model of an earlier day. Not the latest blessed
@@ -72,24 +74,22 @@ class LatestBlessedModelBeforeSpanStrategy(tfx.dsl.experimental.ResolverStrategy
         return {MODEL_KEY: [], MODEL_BLESSING_KEY: []}
 
 
-def base_model_resolver(trainer_id: str, evaluator_id: str, end: int) -> tfx.dsl.Resolver:
+def base_model_resolver(trainer_id: str, evaluator_id: str, end: int) -> Resolver:
     """The Resolver giving the Trainer its base model: the latest blessed model that
     ``trainer_id`` trained on spans before ``end``, blessed by ``evaluator_id``."""
-    return tfx.dsl.Resolver(
+    return Resolver(
         strategy_class=LatestBlessedModelBeforeSpanStrategy,
         config={"end": end},
-        model=outputs_of(tfx.types.standard_artifacts.Model, trainer_id, "model"),
-        model_blessing=outputs_of(
-            tfx.types.standard_artifacts.ModelBlessing, evaluator_id, "blessing"
-        ),
+        model=outputs_of(standard_artifacts.Model, trainer_id, "model"),
+        model_blessing=outputs_of(standard_artifacts.ModelBlessing, evaluator_id, "blessing"),
     ).with_id(BASE_MODEL_RESOLVER)
 
 
-def baseline_model_resolver(candidate: types.BaseChannel) -> tfx.dsl.Resolver:
+def baseline_model_resolver(candidate: types.BaseChannel) -> Resolver:
     """The Resolver giving the Evaluator its baseline for ``candidate``, the new model."""
-    return tfx.dsl.Resolver(
+    return Resolver(
         strategy_class=LatestOtherBlessedModelStrategy,
-        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
-        model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
+        model=Channel(type=standard_artifacts.Model),
+        model_blessing=Channel(type=standard_artifacts.ModelBlessing),
         candidate=candidate,
     ).with_id(BASELINE_RESOLVER)

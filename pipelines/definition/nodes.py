@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 
 from tfx import types
-from tfx import v1 as tfx
+from tfx.components import Trainer
+from tfx.proto import pusher_pb2, trainer_pb2
 
 from tfrecord_pipelines.components import code_version, keys
 from tfrecord_pipelines.components.data_source import DataSource
@@ -160,7 +161,7 @@ def trainer(
     base_model: types.BaseChannel | None = None,
     materialized: bool = False,
     module_file: ModuleFile | None = None,
-) -> tfx.components.Trainer:
+) -> Trainer:
     """TFX's Trainer, running the built-in run_fn unless the module file defines one.
 
     Args:
@@ -175,14 +176,14 @@ def trainer(
       materialized: ``examples`` are Transform's transformed examples.
       module_file: the user's module file, if any.
     """
-    return tfx.components.Trainer(
+    return Trainer(
         examples=examples,
         transform_graph=transform_graph,
         schema=schema,
         base_model=base_model,
         # 0 is TFX's "not set": the built-in run_fn then plans from the data's size.
-        train_args=tfx.proto.TrainArgs(num_steps=train_steps(steps, module_file)),
-        eval_args=tfx.proto.EvalArgs(num_steps=eval_steps),
+        train_args=trainer_pb2.TrainArgs(num_steps=train_steps(steps, module_file)),
+        eval_args=trainer_pb2.EvalArgs(num_steps=eval_steps),
         custom_config={
             **task.to_custom_config(),
             **dataclasses.replace(training, raw_examples=not materialized).to_custom_config(),
@@ -249,8 +250,8 @@ def pusher(
     return Pusher(
         model=model,
         model_blessing=blessing,
-        push_destination=tfx.proto.PushDestination(
-            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=serving_dir)
+        push_destination=pusher_pb2.PushDestination(
+            filesystem=pusher_pb2.PushDestination.Filesystem(base_directory=serving_dir)
         ),
         custom_config={
             **code_version.custom_config_entry(code_version.PUSHER_CODE),

@@ -27,8 +27,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ml_metadata.proto import metadata_store_pb2
-from tfx import v1 as tfx
+from tfx.components import ExampleValidator, SchemaGen
 from tfx.dsl.components.base.base_node import BaseNode
+from tfx.dsl.components.common.resolver import Resolver
+from tfx.orchestration.data_types import RuntimeParameter
+from tfx.orchestration.pipeline import Pipeline
 
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.curated_schema import CuratedSchemaGen
@@ -57,7 +60,7 @@ DRIFT_CHECK_ID = "DriftCheck"
 EXAMPLE_VALIDATOR_ID = "ExampleValidator"
 
 
-def _window(config: PipelineConfig, example_gen: ShardedExampleGen) -> tfx.dsl.Resolver | None:
+def _window(config: PipelineConfig, example_gen: ShardedExampleGen) -> Resolver | None:
     """The Resolver of the window's spans for Transform and the Trainer, with ``window``."""
     if not config.window:
         return None
@@ -91,12 +94,12 @@ def create_backfill_pipeline(
     *,
     metadata_connection_config: metadata_store_pb2.ConnectionConfig | None = None,
     beam_pipeline_args: Sequence[str] = (),
-) -> tfx.dsl.Pipeline:
+) -> Pipeline:
     """The pipeline's ExampleGen alone, converting ``span``: the first run of a window
     converts the window's earlier spans with it. Same name and node ids as
     ``create_pipeline``, so the window's Resolver finds what it wrote."""
     curated_schema, example_gen = _ingest(config, str(span))
-    return tfx.dsl.Pipeline(
+    return Pipeline(
         pipeline_name=config.name,
         pipeline_root=pipeline_root,
         components=[c for c in (curated_schema, example_gen) if c],
@@ -106,7 +109,7 @@ def create_backfill_pipeline(
     )
 
 
-def _base_model(config: PipelineConfig) -> tfx.dsl.Resolver | None:
+def _base_model(config: PipelineConfig) -> Resolver | None:
     """For data in spans: the Resolver of the Trainer's warm-start model (local runs only)."""
     if not (config.warm_start and config.source.spans and config.span is not None):
         return None
@@ -138,9 +141,9 @@ def create_pipeline(
     publish_after_metadata: bool = False,
     metadata_connection_config: metadata_store_pb2.ConnectionConfig | None = None,
     beam_pipeline_args: Sequence[str] = (),
-    requested_span: tfx.dsl.experimental.RuntimeParameter | None = None,
+    requested_span: RuntimeParameter | None = None,
     last_task: Callable[[dict[str, BaseNode]], BaseNode] | None = None,
-) -> tfx.dsl.Pipeline:
+) -> Pipeline:
     """Builds the pipeline.
 
     Args:
@@ -176,10 +179,8 @@ def create_pipeline(
     examples = (
         window.outputs[keys.EXAMPLES_KEY] if window else example_gen.outputs[keys.EXAMPLES_KEY]
     )
-    schema_gen = curated_schema or tfx.components.SchemaGen(
-        statistics=statistics, infer_feature_shape=True
-    )
-    example_validator = tfx.components.ExampleValidator(
+    schema_gen = curated_schema or SchemaGen(statistics=statistics, infer_feature_shape=True)
+    example_validator = ExampleValidator(
         statistics=statistics, schema=schema_gen.outputs[keys.SCHEMA_KEY]
     ).with_id(EXAMPLE_VALIDATOR_ID)
     materialize = nodes.materializes(config.module_file, config.source)
@@ -246,7 +247,7 @@ def create_pipeline(
     if last_task is not None:
         # Built before the Pipeline: TFX accepts only the nodes that exist when it is.
         components.append(last_task({c.id: c for c in components}))
-    return tfx.dsl.Pipeline(
+    return Pipeline(
         pipeline_name=config.name,
         pipeline_root=pipeline_root,
         components=components,

@@ -8,8 +8,9 @@ import os
 from collections.abc import Mapping
 
 import yaml
-from tfx import v1 as tfx
 from tfx.dsl.io import fileio
+from tfx.orchestration.data_types import RuntimeParameter
+from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from tfrecord_pipelines.definition.config import PipelineConfig
 from tfrecord_pipelines.definition.pipeline import TRAINER_ID, create_pipeline
@@ -38,13 +39,11 @@ def _span_text(config: PipelineConfig) -> str:
     return LATEST_SPAN if config.span is None else str(config.span)
 
 
-def _span_parameter(config: PipelineConfig) -> tfx.dsl.experimental.RuntimeParameter | None:
+def _span_parameter(config: PipelineConfig) -> RuntimeParameter | None:
     """For data in spans, the span as a run-time parameter, defaulting to the compiled one."""
     if not config.source.spans:
         return None
-    return tfx.dsl.experimental.RuntimeParameter(
-        name=SPAN_PARAMETER, ptype=str, default=_span_text(config)
-    )
+    return RuntimeParameter(name=SPAN_PARAMETER, ptype=str, default=_span_text(config))
 
 
 def _default_span(output_file: str, default: str) -> None:
@@ -121,8 +120,8 @@ def compile_for_kubeflow(
     if resource_spec.ByteSize():  # an empty spec would still write `resources: {}`
         trainer = next(c for c in pipeline.components if c.id == TRAINER_ID)
         trainer.with_platform_config(resource_spec)
-    runner = tfx.orchestration.experimental.KubeflowV2DagRunner(
-        config=tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(
+    runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
+        config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
             default_image={_DEFAULT_IMAGE_KEY: image, TRAINER_ID: trainer_image},
             default_commands=EXECUTOR_COMMAND,
             use_pipeline_spec_2_1=True,

@@ -8,8 +8,9 @@ import datetime
 import os
 from collections.abc import Callable, Sequence
 
-from tfx import v1 as tfx
 from tfx.dsl.compiler import constants as compiler_constants
+from tfx.orchestration import metadata
+from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 from tfx.orchestration.portable import runtime_parameter_utils
 
 from tfrecord_pipelines.components.spans.window import WindowPlan, plan_window
@@ -47,7 +48,7 @@ class Recovery:
     discarded: tuple[str, ...] = ()
 
 
-class _RunnerWithRunId(tfx.orchestration.LocalDagRunner):
+class _RunnerWithRunId(LocalDagRunner):
     """LocalDagRunner with a run id chosen by the caller, to read the run back by."""
 
     def __init__(self, run_id: str):
@@ -90,7 +91,7 @@ def _backfill(
     plan = plan_window(pattern, config.window, end, converted)
     if on_window:
         on_window(plan)
-    connection = tfx.orchestration.metadata.sqlite_metadata_connection_config(layout.metadata_path)
+    connection = metadata.sqlite_metadata_connection_config(layout.metadata_path)
     for folder in plan.to_convert:
         backfill = create_backfill_pipeline(
             config,
@@ -168,9 +169,7 @@ def run_locally(
         compare_to_latest_blessed=True,
         enable_cache=enable_cache,
         publish_after_metadata=True,
-        metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
-            layout.metadata_path
-        ),
+        metadata_connection_config=metadata.sqlite_metadata_connection_config(layout.metadata_path),
         beam_pipeline_args=beam_args,
     )
     run_id = run_id or new_run_id()

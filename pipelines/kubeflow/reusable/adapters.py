@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tfx import v1 as tfx
+from tfx.components import ExampleValidator, SchemaGen
 from tfx.types import Channel, standard_artifacts
 
 from tfrecord_pipelines.components import data_source
@@ -44,13 +44,13 @@ def _example_gen(parameters: Parameters, inputs: set[str]):
 
 
 def _schema_gen(parameters: Parameters, inputs: set[str]):
-    return tfx.components.SchemaGen(
+    return SchemaGen(
         statistics=Channel(type=standard_artifacts.ExampleStatistics), infer_feature_shape=True
     )
 
 
 def _example_validator(parameters: Parameters, inputs: set[str]):
-    return tfx.components.ExampleValidator(
+    return ExampleValidator(
         statistics=Channel(type=standard_artifacts.ExampleStatistics),
         schema=Channel(type=standard_artifacts.Schema),
     )
