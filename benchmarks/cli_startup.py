@@ -3,7 +3,8 @@
 Runs ``python -m tfrecord_pipelines ...`` as a user would, each command ``--repeat``
 times, and prints the median wall time and CPU time (user + sys of the
 child) per command. With ``--compare REF`` the same commands also run on a
-checkout of git revision REF (a temporary worktree, the same virtual
+checkout of git revision REF (``revisions.checkout``: a temporary worktree,
+imported ahead of this tree's editable install, the same virtual
 environment), interleaved with this tree's runs, so "before" and "after"
 come from one run on one machine.
 
@@ -20,9 +21,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from revisions import REPO_ROOT, checkout
 
 
 def _commands(small_record_file: str, scratch: str) -> list[tuple[str, list[str]]]:
@@ -44,7 +46,7 @@ def _commands(small_record_file: str, scratch: str) -> list[tuple[str, list[str]
     ]
 
 
-def _time(cwd: Path, args: list[str]) -> tuple[float, float, bool]:
+def _time(cwd: Path, env: dict[str, str], args: list[str]) -> tuple[float, float, bool]:
     """Wall and CPU seconds of one command; False if the tree has no such command."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
@@ -52,7 +54,7 @@ def _time(cwd: Path, args: list[str]) -> tuple[float, float, bool]:
         [sys.executable, "-m", "tfrecord_pipelines", *args],
         cwd=cwd,
         capture_output=True,
-        env={**os.environ, "TF_USE_LEGACY_KERAS": "1"},
+        env={**env, "TF_USE_LEGACY_KERAS": "1"},
     )
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -87,42 +89,29 @@ def main() -> None:
     parser.add_argument("--compare", metavar="REF", help="git revision to measure beside this tree")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as scratch:
-        trees = {"now": REPO_ROOT}
+    with ExitStack() as stack:
+        scratch = stack.enter_context(tempfile.TemporaryDirectory())
+        trees = {}
         if args.compare:
-            worktree = os.path.join(scratch, "compare")
-            subprocess.run(
-                ["git", "worktree", "add", "--detach", worktree, args.compare],
-                cwd=REPO_ROOT,
-                check=True,
-                capture_output=True,
-            )
-            trees = {args.compare: Path(worktree), "now": REPO_ROOT}
-        try:
-            record_file = _small_record_file(scratch)
-            print(f"| command | {' | '.join(f'{t} wall s | {t} CPU s' for t in trees)} |")
-            print(f"| --- |{' --- | --- |' * len(trees)}")
-            for name, command in _commands(record_file, scratch):
-                runs = {tree: [] for tree in trees}
-                for _ in range(args.repeat):
-                    for tree, cwd in trees.items():
-                        runs[tree].append(_time(cwd, command))
-                cells = []
-                for tree in trees:
-                    walls, cpus, known = zip(*runs[tree], strict=True)
-                    cells.append(
-                        f"{statistics.median(walls):.2f} | {statistics.median(cpus):.2f}"
-                        if all(known)
-                        else "n/a | n/a"
-                    )
-                print(f"| {name} | {' | '.join(cells)} |", flush=True)
-        finally:
-            if args.compare:
-                subprocess.run(
-                    ["git", "worktree", "remove", "--force", worktree],
-                    cwd=REPO_ROOT,
-                    capture_output=True,
+            trees[args.compare] = stack.enter_context(checkout(args.compare))
+        trees["now"] = (REPO_ROOT, dict(os.environ))
+        record_file = _small_record_file(scratch)
+        print(f"| command | {' | '.join(f'{t} wall s | {t} CPU s' for t in trees)} |")
+        print(f"| --- |{' --- | --- |' * len(trees)}")
+        for name, command in _commands(record_file, scratch):
+            runs = {tree: [] for tree in trees}
+            for _ in range(args.repeat):
+                for tree, (cwd, env) in trees.items():
+                    runs[tree].append(_time(cwd, env, command))
+            cells = []
+            for tree in trees:
+                walls, cpus, known = zip(*runs[tree], strict=True)
+                cells.append(
+                    f"{statistics.median(walls):.2f} | {statistics.median(cpus):.2f}"
+                    if all(known)
+                    else "n/a | n/a"
                 )
+            print(f"| {name} | {' | '.join(cells)} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,9 @@ the pipeline root mounted at its own path as kfp.local mounts it.
 ``kfp_local_runs`` changes only the input artifact typing, to the open-source
 backend's. The DAG runs with ExampleGen on Beam, and on Spark (``local[2]``:
 the JVM and Spark's Python workers inside the container), over data in two
-daily spans. Beam's runs twice in a row, as a recurring run would: span 1
-(its run's ``span`` argument), then the latest (the parameter's default).
+daily spans, into one pipeline root and serving folder, as a recurring run
+and a backfill would: Beam's for the latest span (the parameter's default),
+then Spark's for span 1 (its run's ``span`` argument).
 
 Each task's executor output is then read as the backend's launcher reads it:
 ``protojson.Unmarshal`` (strict: an unknown field fails) into
@@ -128,41 +129,52 @@ def _write_spans(data: Path) -> None:
         (data / f"day-{span}" / "penguins.csv").write_text("\n".join([header, *day]) + "\n")
 
 
-@pytest.fixture(scope="module", params=sorted(ENGINES))
-def dag(request, tmp_path_factory, component_image, docker_api):
-    """Compiles the bundled penguins pipeline, over two daily spans, for the image and runs
-    its whole DAG in it: Beam's for span 1, then for the latest; Spark's for the latest.
+# Each engine's run: the span it asks for (None: the parameter's default, the latest).
+RUNS = {"beam": None, "spark": 1}
+
+
+@pytest.fixture(scope="module")
+def dags(tmp_path_factory, component_image, docker_api):
+    """Compiles the bundled penguins pipeline, over two daily spans, for the image, once for
+    each engine, and runs each whole DAG in it (``RUNS``), into one pipeline root.
 
     kfp.local mounts the pipeline root alone into each task's container, so
     the data and the serving folder are inside it; the root belongs to the
     image's user, as a pod's volume with fsGroup would. The bundled schema is
     given by its repository path, which compile points at the image's copy.
 
-    Returns the spec, the latest span's task records, the pipeline root, and
-    the records of the earlier runs by the span they asked for.
+    Returns each engine's spec, task records and span converted, and the pipeline root.
     """
-    root = tmp_path_factory.mktemp(f"kfp_docker_{request.param}") / "pipeline_root"
+    root = tmp_path_factory.mktemp("kfp_docker") / "pipeline_root"
     data = root / "data" / "penguins"
     _write_spans(data)
-    package = root.parent / "penguins.yaml"
-    compiled = run_cli(
-        "compile",
-        *("--data", f"{data}/day-{{SPAN}}/", "--label", "species"),
-        *("--schema", str(REPO_ROOT / "schemas" / "penguins" / "schema.pbtxt")),
-        *("--serving-dir", str(root / "serving"), "--train-steps", "200"),
-        *("--image", component_image, "--gpus", "0"),
-        *ENGINES[request.param],
-        *("--output", str(package)),
-    )
-    assert compiled.returncode == 0, compiled.stderr[-3000:]
-    spec = pipeline_spec_pb2.PipelineSpec()
-    json_format.ParseDict(next(yaml.safe_load_all(package.read_text())), spec)
     chown_for_the_image(root)
-    earlier = (
-        {1: run_compiled_pipeline(package, root, {"span": "1"})} if request.param == "beam" else {}
-    )
-    records = run_compiled_pipeline(package, root)
-    return spec, records, root, earlier
+    runs = {}
+    for engine, span in RUNS.items():
+        package = root.parent / f"penguins-{engine}.yaml"
+        compiled = run_cli(
+            "compile",
+            *("--data", f"{data}/day-{{SPAN}}/", "--label", "species"),
+            *("--schema", str(REPO_ROOT / "schemas" / "penguins" / "schema.pbtxt")),
+            *("--serving-dir", str(root / "serving"), "--train-steps", "200"),
+            *("--image", component_image, "--gpus", "0"),
+            *ENGINES[engine],
+            *("--output", str(package)),
+        )
+        assert compiled.returncode == 0, compiled.stderr[-3000:]
+        spec = pipeline_spec_pb2.PipelineSpec()
+        json_format.ParseDict(next(yaml.safe_load_all(package.read_text())), spec)
+        arguments = None if span is None else {"span": str(span)}
+        runs[engine] = (spec, run_compiled_pipeline(package, root, arguments), span or LATEST_SPAN)
+    return runs, root
+
+
+@pytest.fixture(params=sorted(ENGINES))
+def dag(request, dags):
+    """One engine's run: its spec, task records, the pipeline root and the span it converted."""
+    runs, root = dags
+    spec, records, span = runs[request.param]
+    return spec, records, root, span
 
 
 def _executor_output(record: TaskRecord) -> pipeline_spec_pb2.ExecutorOutput:
@@ -254,7 +266,7 @@ def _split_counts(examples: Path) -> dict[str, int]:
 
 
 def test_schema_and_examples(dag):
-    _, records, folder, _ = dag
+    _, records, folder, span = dag
     schema_uri, _ = _output(records["ImportSchemaGen"], "schema")
     schema = text_format.Parse((schema_uri / "schema.pbtxt").read_text(), schema_pb2.Schema())
     assert {feature.name for feature in schema.feature} == _curated_schema()
@@ -264,7 +276,7 @@ def test_schema_and_examples(dag):
     counts = _split_counts(examples)
     assert min(counts.values()) > 0, counts
     assert sum(counts.values()) == metadata["records_written"]
-    day = folder / "data" / "penguins" / f"day-{LATEST_SPAN}" / "penguins.csv"
+    day = folder / "data" / "penguins" / f"day-{span}" / "penguins.csv"
     rows = len(day.read_text().splitlines()) - 1
     assert metadata["records_written"] + metadata["quarantined_count"] == rows
     # Set by TFX's file-based ExampleGen driver, which the entry point runs.
@@ -388,12 +400,11 @@ def test_the_last_task_writes_the_run_report_kfps_ui_shows(dag, chromium_endpoin
     assert 'id="components-elsewhere"' in html
 
 
-def test_each_run_converts_the_span_its_argument_names_and_pushes_a_model(dag):
-    spec, records, folder, earlier = dag
-    parameter = spec.root.input_definitions.parameters["span"]
-    assert parameter.default_value.string_value == "latest"
-    runs = {**earlier, LATEST_SPAN: records}
-    for span, run in runs.items():
+def test_each_run_converts_the_span_its_argument_names_and_pushes_a_model(dags):
+    runs, folder = dags
+    for spec, run, span in runs.values():
+        parameter = spec.root.input_definitions.parameters["span"]
+        assert parameter.default_value.string_value == "latest"
         asked = run["ShardedExampleGen"].executor_input.inputs.parameter_values["requested_span"]
         assert asked.string_value == ("latest" if span == LATEST_SPAN else str(span))
         examples, metadata = _output(run["ShardedExampleGen"], "examples")
@@ -404,6 +415,7 @@ def test_each_run_converts_the_span_its_argument_names_and_pushes_a_model(dag):
         assert (plan["span"], plan["input_pattern"]) == (span, f"day-{span}/*.csv")
         _, pushed = _output(run["Pusher"], "pushed_model")
         assert pushed["pushed"] == 1
+    assert {span for _, _, span in runs.values()} == {1, LATEST_SPAN}
     # One model version per run: the second run did not overwrite the first's.
     assert len(list((folder / "serving").iterdir())) == len(runs)
 
