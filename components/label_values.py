@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.data_source import CSV, DataSource
+from tfrecord_pipelines.components.data_source.csv_dialect import open_data
 from tfrecord_pipelines.components.example_gen.features import ColumnType
 
 # A regression label may hold this share of values that are not numbers:
@@ -79,8 +79,9 @@ def label_column_type(source: DataSource, label: str, schema=None, encoding: str
         from tfrecord_pipelines.components.data_source import read_header
         from tfrecord_pipelines.components.example_gen.csv_types import infer_column_types
 
-        files = source.files()
-        return infer_column_types(files, read_header(files, encoding), schema, encoding)[label]
+        files, delimiter = source.files(), source.delimiter or ","
+        header = read_header(files, encoding, delimiter)
+        return infer_column_types(files, header, schema, encoding, delimiter)[label]
     return None  # Parquet: each file's own column type, read with the values
 
 
@@ -110,13 +111,15 @@ def _batches(source: DataSource, label: str):
     import pyarrow.parquet as pq
 
     for path in source.files():
-        with filesystem.open_binary(path) as f:
+        with open_data(path) as f:
             if source.format == CSV:
                 reader = pa_csv.open_csv(
                     f,
                     read_options=pa_csv.ReadOptions(block_size=_BLOCK_BYTES),
                     parse_options=pa_csv.ParseOptions(
-                        newlines_in_values=True, invalid_row_handler=lambda row: "skip"
+                        delimiter=source.delimiter or ",",
+                        newlines_in_values=True,
+                        invalid_row_handler=lambda row: "skip",
                     ),
                     convert_options=pa_csv.ConvertOptions(
                         include_columns=[label], column_types={label: pa.binary()}

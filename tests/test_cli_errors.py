@@ -19,7 +19,9 @@ def _assert_one_line(err: str):
 def test_missing_data_folder(capsys, tmp_path):
     status, err = _error_of(capsys, ["run", "--data", str(tmp_path / "nope"), "--label", "y"])
     assert status == 2
-    assert err == f"error: Data folder {tmp_path / 'nope'} does not exist or is not a folder."
+    assert err == (
+        f"error: Data path {tmp_path / 'nope'} does not exist (give a file, a glob or a folder)."
+    )
 
 
 def test_folder_without_known_data(capsys, tmp_path):
@@ -36,7 +38,7 @@ def test_format_that_the_folder_does_not_hold(capsys, tmp_path):
         capsys, ["run", "--data", str(tmp_path), "--format", "parquet", "--label", "a"]
     )
     assert status == 2
-    assert err == f"error: Data folder {tmp_path} holds no *.parquet file."
+    assert err == f"error: Data folder {tmp_path} holds no parquet file."
 
 
 def test_label_not_in_csv(capsys, tmp_path):

@@ -49,15 +49,15 @@ def _labels_file(folder):
 )
 def test_detects_each_layout(tmp_path, make, expected):
     make(tmp_path / "data")
-    assert data_source.detect_format(str(tmp_path / "data")) == expected
+    assert data_source.open_source(str(tmp_path / "data")).format == expected
 
 
 def test_csv_and_parquet_together_are_ambiguous(tmp_path):
     _csv(tmp_path)
     _parquet(tmp_path)
-    with pytest.raises(ValueError, match="is ambiguous: it holds 1 [*].csv") as error:
-        data_source.detect_format(str(tmp_path))
-    assert "1 *.parquet(s)" in str(error.value)
+    with pytest.raises(ValueError, match=r"is ambiguous: it holds 1 CSV file\(s\)") as error:
+        data_source.open_source(str(tmp_path))
+    assert "1 Parquet file(s) (d.parquet, ...)" in str(error.value)
     assert "pass --format csv|parquet to choose" in str(error.value)
 
 
@@ -65,25 +65,27 @@ def test_csv_beside_image_folders_is_ambiguous(tmp_path):
     write_images(tmp_path)
     _csv(tmp_path)
     with pytest.raises(ValueError, match="pass --format csv|images"):
-        data_source.detect_format(str(tmp_path))
+        data_source.open_source(str(tmp_path))
 
 
 def test_folder_without_a_known_layout_names_the_layouts(tmp_path):
     (tmp_path / "notes.txt").write_text("hello\n")
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="holds no data in a layout this project reads") as error:
-        data_source.detect_format(str(tmp_path))
-    for layout in ("*.csv files", "*.parquet files", "sub-folder of images", "labels.csv"):
+        data_source.open_source(str(tmp_path))
+    for layout in ("CSV (.csv, .tsv", "Parquet files", "sub-folder of images", "labels.csv"):
         assert layout in str(error.value)
 
 
 def test_given_format_must_match_the_folder(tmp_path):
     _csv(tmp_path)
-    with pytest.raises(ValueError, match=r"holds no \*.parquet file"):
+    with pytest.raises(ValueError, match=r"holds no parquet file"):
         data_source.open_source(str(tmp_path), "parquet")
     with pytest.raises(ValueError, match="holds no images"):
         data_source.open_source(str(tmp_path), "images")
-    assert data_source.open_source(str(tmp_path), "csv") == DataSource(str(tmp_path), "csv")
+    assert data_source.open_source(str(tmp_path), "csv") == DataSource(
+        str(tmp_path), "csv", pattern="*.csv", delimiter=","
+    )
 
 
 def test_parquet_columns_and_list_columns(tmp_path):
@@ -111,7 +113,7 @@ def test_image_file_pattern_covers_the_images(tmp_path):
     _labels_file(tmp_path / "labelled")
     assert DataSource(str(tmp_path / "folders"), "images").file_pattern == "*/*"
     assert DataSource(str(tmp_path / "labelled"), "images").file_pattern == "*"
-    assert DataSource(str(tmp_path), "csv").file_pattern == "*.csv"
+    assert DataSource(str(tmp_path), "csv").file_pattern == "*"  # its files by extension
 
 
 def test_the_cli_checks_a_bad_folder_without_importing_tensorflow(tmp_path):
@@ -160,7 +162,7 @@ def test_a_labels_file_names_classes_with_or_without_class_names(tmp_path, label
     from tfrecord_pipelines.components import image_folder
 
     (tmp_path / "labels.csv").write_text(labels)
-    assert data_source.detect_format(str(tmp_path)) == "images"
+    assert data_source.open_source(str(tmp_path)).format == "images"
     listing = image_folder.list_folder(str(tmp_path))
     found = {f.path.rsplit("/", 1)[1]: (f.label, f.class_name) for f in listing.files}
     assert found == classes

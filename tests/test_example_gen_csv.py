@@ -129,13 +129,13 @@ def test_schema_types_the_columns(tmp_path):
 
 
 def test_missing_path_is_a_clear_error(tmp_path):
-    with pytest.raises(ValueError, match=f"Input path {tmp_path / 'nope'} does not exist."):
+    with pytest.raises(ValueError, match=f"Data path {tmp_path / 'nope'} does not exist"):
         _convert(tmp_path / "nope", tmp_path / "out")
 
 
 def test_empty_folder_is_a_clear_error(tmp_path):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ValueError, match=r"holds no file matching '\*\.csv'"):
+    with pytest.raises(ValueError, match=r"^Data folder .*empty holds no csv file\.$"):
         _convert(tmp_path / "empty", tmp_path / "out")
 
 

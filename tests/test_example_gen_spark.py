@@ -87,6 +87,27 @@ def test_parquet_with_bad_rows_and_an_unreadable_file_is_converted_as_beam_conve
     assert_same_conversion(tmp_path / "beam", tmp_path / "spark")
 
 
+def test_hive_folders_of_gzipped_semicolon_csv_are_converted_as_beam_converts_them(spark, tmp_path):
+    """Compressed files are one unit each, streamed; the Hive key is a column on both."""
+    import gzip
+
+    lake = tmp_path / "lake"
+    for day in (1, 2):
+        plain = write_csv(tmp_path / f"plain-{day}", rows=1500, seed=day)
+        text = (plain / "data.csv").read_text().replace(",", ";")
+        (lake / f"day={day}").mkdir(parents=True)
+        (lake / f"day={day}" / "part-0.csv.gz").write_bytes(gzip.compress(text.encode()))
+    (lake / "_SUCCESS").write_text("")
+    options = dict(label_key="label", block_bytes=16 * 1024)
+    convert_with("beam", lake, tmp_path / "beam", None, **options)
+    converted = convert_with("spark", lake, tmp_path / "spark", None, **options)
+    assert converted["records_written"] + converted["quarantined"] == 3000 + 8
+    assert converted["quarantined"] == 8  # the planted bad rows, by file and line
+    assert_same_conversion(tmp_path / "beam", tmp_path / "spark")
+    lines = {(Path(r["source"]).parent.name, r["line"]) for r in quarantined(tmp_path / "spark")}
+    assert len(lines) == 8 and {folder for folder, _ in lines} == {"day=1", "day=2"}
+
+
 def test_images_are_converted_as_beam_converts_them(spark, tmp_path, monkeypatch):
     labels = write_digit_images(tmp_path / "images", per_class=60)
     # A relative folder, as the user gave it: the executors' working directory is not this one.

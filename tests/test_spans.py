@@ -1,5 +1,7 @@
 """Data in spans: the span folders' specs, and ShardedExampleGen converting one span at a time."""
 
+import dataclasses
+import datetime
 import json
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from tfrecord_pipelines.components.spans import (
     SpanPattern,
     date_of_span,
     parse_span,
+    span_of_date,
     split_data_path,
 )
 from tfrecord_pipelines.local.beam_args import local_beam_args
@@ -205,7 +208,7 @@ def test_csv_spans_convert_the_latest_then_the_one_asked_for_and_a_new_version_a
     assert [_span(a) for a in first] == [(2, 1), (1, 1)]
     assert len(_ids(first[0].uri)) == 200 and len(_ids(first[1].uri)) == 300
     plan = json.loads((Path(first[0].uri) / "shard_plan.json").read_text())
-    assert (plan["span"], plan["version"], plan["input_pattern"]) == (2, 1, "day-2/v1/*.csv")
+    assert (plan["span"], plan["version"], plan["input_pattern"]) == (2, 1, "day-2/v1/*")
 
     # A second version of span 1 converts span 1 again, and nothing else.
     write_csv(base / "day-1" / "v2", 250, bad_rows=[], seed=3)
@@ -250,7 +253,7 @@ def test_a_span_not_on_disk_fails_the_component_naming_the_path(runs, tmp_path):
         runs.run("missing-span", source, span="5")
     message = str(failure.value)
     assert message == (
-        f"Span 5 is missing: nothing matches {tmp_path}/events/day-5/*.csv; "
+        f"Span 5 is missing: nothing matches {tmp_path}/events/day-5/*; "
         "the run stops rather than train on earlier data again."
     )
     assert runs.examples("missing-span") == []
@@ -295,3 +298,24 @@ def test_convert_refuses_span_folders_in_one_line(tmp_path):
         f"error: {tmp_path}/events/day-{{SPAN}}/ names span folders; convert reads one folder: "
         "give one span's folder (e.g. events/day-31), or run the pipeline with --data and --span."
     )
+
+
+def test_a_hive_date_partition_is_a_span_and_the_levels_below_it_are_columns(runs, tmp_path):
+    from tfrecord_pipelines.components.data_source import open_source
+
+    lake = tmp_path / "lake" / "events"
+    for day, rows in (("2026-11-01", 30), ("2026-11-02", 20)):
+        for region in ("eu", "us"):
+            write_csv(lake / f"day={day}" / f"region={region}", rows, bad_rows=[])
+    pattern = split_data_path(f"{lake}/day={{YYYY}}-{{MM}}-{{DD}}/")
+    source = dataclasses.replace(open_source(pattern.find().path), spans=pattern)
+    assert source.input_pattern == "day={YYYY}-{MM}-{DD}/region=*/*.csv"
+    runs.run("hive-days", source)
+    (examples,) = runs.examples("hive-days")
+    assert _span(examples) == (span_of_date(datetime.date(2026, 11, 2)), None)
+    records = [
+        e for split in ("train", "eval") for e in read_split(Path(examples.uri) / f"Split-{split}")
+    ]
+    regions = sorted(e.features.feature["region"].bytes_list.value[0] for e in records)
+    assert regions == [b"eu"] * 20 + [b"us"] * 20
+    assert all("day" not in e.features.feature for e in records)  # the span, not a column

@@ -38,6 +38,7 @@ from tfrecord_pipelines.components.keys import (
     BLOCK_BYTES_KEY,
     CODE_VERSION_KEY,
     COMPRESSION_KEY,
+    DELIMITER_KEY,
     ENCODING_KEY,
     ENGINE_KEY,
     EVAL_ROWS_KEY,
@@ -72,8 +73,8 @@ class Quarantine(types.Artifact):
 def input_config_for(source: DataSource) -> example_gen_pb2.Input:
     """The source's files, one input split (hashed into train and eval).
 
-    ``*.csv``, ``*.parquet``, or the image folder's layout, so that a README
-    or a labels file beside the data is not read as data; for data in spans,
+    The DataSource's glob (``iris.csv``, ``*.csv.gz``, ``day=*/*.parquet``,
+    or the image folder's layout); for data in spans,
     inside the span folders' pattern (``day-{SPAN}/*.csv``), which TFX's
     ExampleGen driver resolves to one span.
     """
@@ -101,6 +102,7 @@ class ShardedExampleGenSpec(standard_component_specs.FileBasedExampleGenSpec):
         LABEL_KEY: ExecutionParameter(type=str, optional=True),
         BLOCK_BYTES_KEY: ExecutionParameter(type=int, optional=True),
         ENCODING_KEY: ExecutionParameter(type=str, optional=True),
+        DELIMITER_KEY: ExecutionParameter(type=str, optional=True),
         ENGINE_KEY: ExecutionParameter(type=str, optional=True),
         SPARK_MASTER_KEY: ExecutionParameter(type=str, optional=True),
         SPARK_CONF_KEY: ExecutionParameter(type=str, optional=True),
@@ -150,6 +152,7 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
         code_version: str | None = None,
         block_bytes: int | None = None,
         encoding: str | None = None,
+        delimiter: str | None = None,
         engine: str = BEAM,
         spark_master: str | None = None,
         spark_conf: dict[str, str] | None = None,
@@ -172,8 +175,9 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             holds, leaves the id at ``label``).
           schema: CSV: a Schema channel giving column types (else inferred).
           input_config: which files to read (default: the format's files in
-            input_base, ``*.csv``, ``*.parquet`` or the image folder's layout,
-            so a README beside the data is not read as data).
+            input_base by extension, ``.csv``/``.tsv`` (also compressed) or
+            ``.parquet``, or the image folder's layout, so a README beside the
+            data is not read as data).
           output_config: the splits (default: train and eval by hash, sized by
             ``eval_rows``; ``split_config.partition_feature_name`` splits on a
             key column).
@@ -183,6 +187,8 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
           block_bytes: CSV: bytes parsed as one block (default 32 MiB); see
             ``sources.SourceOptions``.
           encoding: CSV: the files' text encoding (default UTF-8).
+          delimiter: CSV: the field delimiter (default: sniffed from the first
+            file's first rows, tab for ``.tsv``; ``data_source.csv_dialect``).
           engine: ``beam`` (default: the runner of the pipeline's
             beam_pipeline_args) or ``spark``: the same conversion and output
             on Spark, for data that already lives on a Spark cluster.
@@ -223,8 +229,10 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
         if not 0.0 <= max_bad_fraction <= 1.0:
             raise ValueError(f"max_bad_fraction must be within [0, 1], got {max_bad_fraction}.")
         SourceOptions(
-            block_bytes=block_bytes or DEFAULT_BLOCK_BYTES, encoding=encoding or DEFAULT_ENCODING
-        )  # checks both before the pipeline runs
+            block_bytes=block_bytes or DEFAULT_BLOCK_BYTES,
+            encoding=encoding or DEFAULT_ENCODING,
+            delimiter=delimiter,
+        )  # checks them before the pipeline runs
         sharding = sharding or ShardingOptions()
         input_config = input_config or default_input_config(input_base, source_format)
         if output_config:
@@ -246,6 +254,7 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             code_version=code_version,
             block_bytes=block_bytes,
             encoding=encoding,
+            delimiter=delimiter,
             engine=engine,
             spark_master=spark_master,
             spark_conf=json.dumps(spark_conf) if spark_conf else None,

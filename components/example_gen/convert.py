@@ -15,11 +15,13 @@ from tfx.types import standard_artifacts
 from tfx.utils import proto_utils
 
 from tfrecord_pipelines.components import keys
-from tfrecord_pipelines.components.example_gen.component import Quarantine, default_input_config
+from tfrecord_pipelines.components.data_source import open_source
+from tfrecord_pipelines.components.example_gen.component import Quarantine, input_config_for
 from tfrecord_pipelines.components.example_gen.destination import fresh_destination
 from tfrecord_pipelines.components.example_gen.engines import BEAM
 from tfrecord_pipelines.components.example_gen.executor import Executor
 from tfrecord_pipelines.components.example_gen.shard_plan import SHARD_PLAN_FILE, ShardingOptions
+from tfrecord_pipelines.components.example_gen.sources import DEFAULT_ENCODING
 from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
 
 QUARANTINE_DIR = "quarantine"
@@ -29,7 +31,7 @@ def convert(
     source: str,
     dest: str,
     *,
-    source_format: str,
+    source_format: str | None,
     sharding: ShardingOptions,
     compression: str,
     label_key: str | None = None,
@@ -41,12 +43,14 @@ def convert(
     beam_pipeline_args: list[str] | None = None,
     block_bytes: int | None = None,
     encoding: str | None = None,
+    delimiter: str | None = None,
     overwrite: bool = False,
     engine: str = BEAM,
     spark_master: str | None = None,
     spark_conf: Mapping[str, str] | None = None,
 ) -> dict:
-    """Converts ``source`` into ``dest/Split-<name>/`` shards, as the component does.
+    """Converts ``source`` (a file, a glob or a folder) into ``dest/Split-<name>/`` shards,
+    as the component does.
 
     Writes ``dest/shard_plan.json`` and quarantined input to ``dest/quarantine/``.
     ``dest`` appears complete or not at all (``destination.fresh_destination``);
@@ -66,7 +70,10 @@ def convert(
       ValueError: on bad input or settings (missing or empty source, too much
         quarantined input, a destination in use, ...); dest is left as it was.
     """
-    input_config = default_input_config(source, source_format)
+    data = open_source(
+        source, source_format, delimiter=delimiter, encoding=encoding or DEFAULT_ENCODING
+    )
+    input_config = input_config_for(data)
     output_config = utils.make_default_output_config(input_config)
     if splits:
         del output_config.split_config.splits[:]
@@ -79,10 +86,10 @@ def convert(
     quarantine = Quarantine()
     quarantine.uri = os.path.join(dest, QUARANTINE_DIR)
     exec_properties = {
-        "input_base": source,
+        "input_base": data.input_base,
         "input_config": proto_utils.proto_to_json(input_config),
         "output_config": proto_utils.proto_to_json(output_config),
-        keys.SOURCE_FORMAT_KEY: source_format,
+        keys.SOURCE_FORMAT_KEY: data.format,
         keys.TARGET_SHARD_BYTES_KEY: sharding.target_shard_bytes,
         keys.NUM_READERS_KEY: sharding.num_readers,
         keys.NUM_SHARDS_KEY: sharding.num_shards,
@@ -91,6 +98,7 @@ def convert(
         keys.LABEL_KEY: label_key,
         keys.BLOCK_BYTES_KEY: block_bytes,
         keys.ENCODING_KEY: encoding,
+        keys.DELIMITER_KEY: data.delimiter,
         keys.ENGINE_KEY: engine,
         keys.SPARK_MASTER_KEY: spark_master,
         keys.SPARK_CONF_KEY: json.dumps(dict(spark_conf or {})),

@@ -8,16 +8,21 @@ before it is even (an escaped quote ``""`` counts twice, so it never
 changes that), so a quoted field may span lines. A stray quote in an
 unquoted field upsets the count; its rows then fail to parse and are
 quarantined one line at a time rather than swallowing the rest of the file.
+
+A compressed file cannot be cut at byte offsets: it is one unit,
+a ``CsvStream``, which a worker decompresses as it reads and parses in
+pieces of about the block size, cut at record ends the same way.
 """
 
 from __future__ import annotations
 
 import bisect
-import codecs
 import dataclasses
 from collections.abc import Iterator
 
 from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.data_source.csv_dialect import open_data
+from tfrecord_pipelines.components.data_source.files import compression_of
 
 _QUOTE = b'"'
 _NEWLINE = b"\n"
@@ -30,10 +35,12 @@ class CsvLayout:
     Attributes:
       header: the column names (the first record of every file).
       encoding: the files' text encoding.
+      delimiter: the field delimiter.
     """
 
     header: tuple[str, ...]
     encoding: str = "utf-8"
+    delimiter: str = ","
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,13 +65,78 @@ class CsvBlock:
             f.seek(self.start)
             return f.read(self.end - self.start)
 
+    def pieces(self) -> Iterator[tuple[bytes, int]]:
+        """Yields the block as one ``(bytes, first_line)`` piece."""
+        yield self.read(), self.first_line
 
-def plan_blocks(path: str, block_bytes: int) -> list[CsvBlock]:
+
+@dataclasses.dataclass(frozen=True)
+class CsvStream:
+    """A compressed CSV file, read whole by one worker in pieces of about ``block_bytes``."""
+
+    path: str
+    block_bytes: int
+
+    def pieces(self) -> Iterator[tuple[bytes, int]]:
+        """Yields ``(bytes, first_line)`` pieces of whole records after the header, in order."""
+        carry, line, header = b"", 1, True
+        with open_data(self.path) as f:
+            while True:
+                chunk = f.read(self.block_bytes)
+                data = carry + chunk
+                end = len(data) if not chunk else _last_record_end(data, 4 * self.block_bytes)
+                if header and end:
+                    first = _first_record_end(data[:end])
+                    line += data.count(_NEWLINE, 0, first)
+                    data, end, header = data[first:], end - first, False
+                if end:
+                    yield data[:end], line
+                    line += data.count(_NEWLINE, 0, end)
+                carry = data[end:]
+                if not chunk:
+                    return
+
+
+def _first_record_end(data: bytes) -> int:
+    """The offset after the first record's line end (all of ``data`` if it has none)."""
+    quotes, start = 0, 0
+    found = data.find(_NEWLINE)
+    while found != -1:
+        quotes += data.count(_QUOTE, start, found)
+        if quotes % 2 == 0:
+            return found + 1
+        start, found = found, data.find(_NEWLINE, found + 1)
+    return len(data)
+
+
+def _last_record_end(data: bytes, most: int) -> int:
+    """The offset after the last record end in ``data`` (0 if none), by quote parity.
+
+    A stray quote leaves no record end after it; past ``most`` bytes of
+    carried data, the last line end is taken, and its rows are quarantined
+    one line at a time, as ``plan_blocks`` leaves them.
+    """
+    quotes, upto = data.count(_QUOTE), len(data)
+    found = data.rfind(_NEWLINE)
+    while found != -1:
+        quotes -= data.count(_QUOTE, found, upto)
+        if quotes % 2 == 0:
+            break
+        upto, found = found, data.rfind(_NEWLINE, 0, found)
+    if found == -1 and len(data) > most:
+        found = data.rfind(_NEWLINE)
+    return found + 1
+
+
+def plan_blocks(path: str, block_bytes: int) -> list[CsvBlock] | list[CsvStream]:
     """Cuts a file's records after its header into blocks of about ``block_bytes``.
 
     Reads the file once, sequentially, counting quotes and line ends; a block
     ends at the first record end at or after ``block_bytes`` from its start.
+    A compressed file is one ``CsvStream``.
     """
+    if compression_of(path):
+        return [CsvStream(path, block_bytes)]
     chunk_bytes = min(16 * 2**20, max(block_bytes, 64 * 2**10))
     blocks: list[CsvBlock] = []
     offset = quotes_before = lines_before = 0
@@ -164,8 +236,3 @@ def split_records(data: bytes, first_line: int) -> Iterator[RawRecord]:
         if record.strip():
             yield RawRecord(first_line + i, record)
         i = end
-
-
-def strip_bom(data: bytes) -> bytes:
-    """Returns ``data`` without a leading UTF-8 byte order mark."""
-    return data[len(codecs.BOM_UTF8) :] if data.startswith(codecs.BOM_UTF8) else data

@@ -80,7 +80,12 @@ class RowParser:
     def _parse_into(self, text: str, columns: list[list]) -> str | None:
         """Appends the row's values to columns; returns why it is bad instead, if it is."""
         try:
-            rows = list(csv.reader(text.splitlines(True) if "\n" in text else [text]))
+            rows = list(
+                csv.reader(
+                    text.splitlines(True) if "\n" in text else [text],
+                    delimiter=self._layout.delimiter,
+                )
+            )
         except csv.Error as e:
             return f"unparseable CSV row: {e}"
         if len(rows) != 1:

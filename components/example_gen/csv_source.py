@@ -14,21 +14,21 @@ are missing values; a UTF-8 byte order mark is not part of the data.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
-import tensorflow as tf
 
 from tfrecord_pipelines.components.example_gen.csv_blocks import (
     CsvBlock,
     CsvLayout,
+    CsvStream,
     cut_block,
     split_records,
 )
 from tfrecord_pipelines.components.example_gen.csv_rows import RowParser
 from tfrecord_pipelines.components.example_gen.features import ColumnType
+from tfrecord_pipelines.components.example_gen.partition_columns import PartitionColumns
 from tfrecord_pipelines.components.example_gen.quarantine import QuarantineRecord
 from tfrecord_pipelines.components.example_gen.record_encoding import (
     ExampleEncoder,
@@ -70,11 +70,13 @@ class BlockConverter:
         types: dict[str, ColumnType],
         required: list[str],
         assigner: SplitAssigner,
+        partition_columns: PartitionColumns | None = None,
     ):
         self._layout = layout
         self._types = types
         self._required = required
         self._assigner = assigner
+        self._partition_columns = partition_columns
 
     def setup(self) -> None:
         """Builds the encoder and parsers (not picklable, so made where they run)."""
@@ -86,11 +88,12 @@ class BlockConverter:
             strings_can_be_null=True,
             quoted_strings_can_be_null=True,
         )
-        self._parse = pacsv.ParseOptions(newlines_in_values=True)
+        self._parse = pacsv.ParseOptions(delimiter=self._layout.delimiter, newlines_in_values=True)
 
-    def convert(self, block: CsvBlock) -> Iterator[SplitRecords | QuarantineRecord]:
-        """Yields the block's records by split and its bad rows."""
-        yield from self._convert_part(block.path, block.read(), block.first_line)
+    def convert(self, block: CsvBlock | CsvStream) -> Iterator[SplitRecords | QuarantineRecord]:
+        """Yields the block's (or the compressed file's) records by split and its bad rows."""
+        for data, first_line in block.pieces():
+            yield from self._convert_part(block.path, data, first_line)
 
     def _convert_part(self, path: str, data: bytes, first_line: int):
         """Converts a block; a part with a bad row is cut smaller until the rows are few."""
@@ -105,6 +108,8 @@ class BlockConverter:
             batch = outcome.batch
             for record, text, reason in outcome.bad:
                 yield QuarantineRecord(path, text, reason, line=record.line)
+        if self._partition_columns:
+            batch = self._partition_columns.add(path, batch)
         records = self._encoder.encode(batch)
         key = self._assigner.key
         yield from self._assigner.assign(
@@ -134,19 +139,3 @@ class BlockConverter:
             as_feature_column(table.column(name), self._types[name]) for name in self._layout.header
         ]
         return pa.RecordBatch.from_arrays(columns, names=list(self._layout.header))
-
-
-def list_files(input_base: str, pattern: str) -> list[str]:
-    """Returns the files matching ``pattern`` under ``input_base``, sorted.
-
-    Raises:
-      ValueError: if input_base is missing or nothing matches.
-    """
-    if not tf.io.gfile.exists(input_base):
-        raise ValueError(f"Input path {input_base} does not exist.")
-    files = sorted(
-        f for f in tf.io.gfile.glob(os.path.join(input_base, pattern)) if not tf.io.gfile.isdir(f)
-    )
-    if not files:
-        raise ValueError(f"Input path {input_base} holds no file matching {pattern!r}.")
-    return files

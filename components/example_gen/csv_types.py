@@ -13,8 +13,8 @@ import sys
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from tfrecord_pipelines.components import filesystem
-from tfrecord_pipelines.components.example_gen.csv_blocks import split_records, strip_bom
+from tfrecord_pipelines.components.data_source.csv_dialect import read_start, strip_bom
+from tfrecord_pipelines.components.example_gen.csv_blocks import split_records
 from tfrecord_pipelines.components.example_gen.features import ColumnType
 
 # Rows read to infer column types when there is no schema.
@@ -39,14 +39,13 @@ def _parses(value: str, column_type: ColumnType) -> bool:
         return False
 
 
-def _sample_rows(files: list[str], encoding: str) -> list[list[str]]:
+def _sample_rows(files: list[str], encoding: str, delimiter: str) -> list[list[str]]:
     csv.field_size_limit(sys.maxsize)
     sample: list[list[str]] = []
     for path in files:
         size = _SAMPLE_BYTES[0]
         while True:
-            with filesystem.open_binary(path) as f:
-                data = f.read(size)
+            data = read_start(path, size)
             records = [r for r in split_records(strip_bom(data), 1) if r.complete]
             wanted = TYPE_SAMPLE_ROWS - len(sample) + 2  # the header, a cut last row
             if len(data) < size or len(records) >= wanted or size >= _SAMPLE_BYTES[1]:
@@ -56,7 +55,8 @@ def _sample_rows(files: list[str], encoding: str) -> list[list[str]]:
         # The header is the first record; the last may be cut by the sample's end.
         for record in records[1:-1] if len(data) == size else records[1:]:
             text = record.data.decode(encoding, errors="replace")
-            sample.extend(csv.reader([text] if "\n" not in text else text.splitlines(True)))
+            lines = [text] if "\n" not in text else text.splitlines(True)
+            sample.extend(csv.reader(lines, delimiter=delimiter))
             if len(sample) >= TYPE_SAMPLE_ROWS:
                 return sample
     return sample
@@ -67,11 +67,12 @@ def infer_column_types(
     header: list[str],
     schema: schema_pb2.Schema | None = None,
     encoding: str = "utf-8",
+    delimiter: str = ",",
 ) -> dict[str, ColumnType]:
     """Returns each column's type: from the schema, else inferred from sampled rows."""
     from_schema = {f.name: _SCHEMA_TYPES[f.type] for f in schema.feature} if schema else {}
     missing = [name for name in header if name not in from_schema]
-    sample = _sample_rows(files, encoding) if missing else []
+    sample = _sample_rows(files, encoding, delimiter) if missing else []
     types = {}
     for index, name in enumerate(header):
         if name in from_schema:

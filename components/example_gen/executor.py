@@ -74,6 +74,7 @@ def source_options(exec_properties: dict[str, Any]) -> SourceOptions:
         schema=exec_properties.get(_SCHEMA),
         block_bytes=exec_properties.get(keys.BLOCK_BYTES_KEY) or DEFAULT_BLOCK_BYTES,
         encoding=exec_properties.get(keys.ENCODING_KEY) or DEFAULT_ENCODING,
+        delimiter=exec_properties.get(keys.DELIMITER_KEY) or None,
     )
 
 

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.example_gen.features import ColumnType
+from tfrecord_pipelines.components.example_gen.partition_columns import PartitionColumns
 from tfrecord_pipelines.components.example_gen.quarantine import QuarantineRecord
 from tfrecord_pipelines.components.example_gen.record_encoding import (
     ExampleEncoder,
@@ -116,9 +117,15 @@ class RowGroupConverter:
     ``convert`` per row group.
     """
 
-    def __init__(self, required: list[str], assigner: SplitAssigner):
+    def __init__(
+        self,
+        required: list[str],
+        assigner: SplitAssigner,
+        partition_columns: PartitionColumns | None = None,
+    ):
         self._required = set(required)
         self._assigner = assigner
+        self._partition_columns = partition_columns
 
     def setup(self) -> None:
         """Builds the encoder (not picklable, so made where it runs)."""
@@ -147,6 +154,8 @@ class RowGroupConverter:
                 for name in batch.schema.names
             ]
             features = pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+            if self._partition_columns:
+                features = self._partition_columns.add(group.path, features)
             records = self._encoder.encode(features)
             key = self._assigner.key
             keys = first_values_as_text(features.column(key)) if key else None

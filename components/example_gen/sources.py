@@ -9,7 +9,8 @@ import posixpath
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from tfrecord_pipelines.components import data_source, filesystem, image_folder
-from tfrecord_pipelines.components.data_source import IMAGES, PARQUET
+from tfrecord_pipelines.components.data_source import IMAGES, PARQUET, csv_dialect, partitions
+from tfrecord_pipelines.components.data_source import files as data_files
 from tfrecord_pipelines.components.example_gen import (
     csv_blocks,
     csv_source,
@@ -20,6 +21,7 @@ from tfrecord_pipelines.components.example_gen import (
 from tfrecord_pipelines.components.example_gen.csv_source import BlockConverter
 from tfrecord_pipelines.components.example_gen.image_source import ImageConverter
 from tfrecord_pipelines.components.example_gen.parquet_source import RowGroupConverter
+from tfrecord_pipelines.components.example_gen.partition_columns import PartitionColumns
 from tfrecord_pipelines.components.example_gen.split_assignment import SplitAssigner
 
 # CSV bytes per Beam element: large enough that Beam's cost per element
@@ -41,17 +43,22 @@ class SourceOptions:
         cost less per row and more memory (about 5x the block per worker).
       encoding: CSV: the files' text encoding (a Python codec name); a row
         that does not decode is quarantined.
+      delimiter: CSV: the field delimiter; None: sniffed from the first file
+        (``csv_dialect.sniff_delimiter``).
     """
 
     label_key: str | None = None
     schema: schema_pb2.Schema | None = None
     block_bytes: int = DEFAULT_BLOCK_BYTES
     encoding: str = DEFAULT_ENCODING
+    delimiter: str | None = None
 
     def __post_init__(self):
         if self.block_bytes < 1:
             raise ValueError(f"block_bytes must be at least 1, got {self.block_bytes}.")
         data_source.check_encoding(self.encoding)
+        if self.delimiter is not None:
+            csv_dialect.check_delimiter(self.delimiter)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +108,9 @@ def list_input_files(source_format: str, input_base: str, pattern: str) -> list:
     if source_format == IMAGES:
         folder = image_folder_of(input_base, pattern)
         return image_source.mixed_order(image_folder.list_images(folder))
-    return csv_source.list_files(input_base, pattern)
+    if not filesystem.exists(input_base):
+        raise ValueError(f"Input path {input_base} does not exist.")
+    return data_files.data_files(input_base, pattern, source_format)
 
 
 def plan_source(
@@ -144,16 +153,23 @@ def plan_source(
             tuple(listing.skipped),
         )
     files = list_input_files(source_format, input_base, pattern)
+    hive = partitions.discover(input_base, pattern, files)
+    added = PartitionColumns(input_base, pattern, hive) if hive else None
     if source_format == PARQUET:
-        converter = parquet_source.RowGroupConverter(required, assigner)
+        partitions.check_no_clash(hive, data_source.parquet_columns(files[:1]), input_base)
+        converter = parquet_source.RowGroupConverter(required, assigner, added)
         return SourcePlan(source_format, files, converter, options.block_bytes, input_base, pattern)
-    header = data_source.read_header(files, options.encoding)
+    delimiter = options.delimiter or csv_dialect.sniff_delimiter(files[0], options.encoding)
+    header = data_source.read_header(files, options.encoding, delimiter)
+    partitions.check_no_clash(hive, header, input_base)
     if options.label_key and options.label_key not in header:
         raise ValueError(
             f"Label column {options.label_key!r} is not in the CSV header of {input_base}; "
             f"columns are: {', '.join(header)}."
         )
-    types = csv_types.infer_column_types(files, header, options.schema, options.encoding)
-    layout = csv_blocks.CsvLayout(header=tuple(header), encoding=options.encoding)
-    converter = csv_source.BlockConverter(layout, types, required, assigner)
+    types = csv_types.infer_column_types(files, header, options.schema, options.encoding, delimiter)
+    layout = csv_blocks.CsvLayout(
+        header=tuple(header), encoding=options.encoding, delimiter=delimiter
+    )
+    converter = csv_source.BlockConverter(layout, types, required, assigner, added)
     return SourcePlan(source_format, files, converter, options.block_bytes, input_base, pattern)

@@ -24,7 +24,9 @@ import math
 
 from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.data_source import IMAGES, PARQUET
-from tfrecord_pipelines.components.example_gen.csv_blocks import split_records, strip_bom
+from tfrecord_pipelines.components.data_source.csv_dialect import expansion, read_start, strip_bom
+from tfrecord_pipelines.components.data_source.files import compression_of
+from tfrecord_pipelines.components.example_gen.csv_blocks import split_records
 
 # About +-0.25 percentage points (95%) for an accuracy near 0.8; see the module docstring.
 DEFAULT_EVAL_ROWS = 100_000
@@ -103,7 +105,8 @@ def count_rows(source_format: str, files: list) -> tuple[int, bool]:
 
     Images: one row per file. Parquet: the footers' row counts (of the files
     that can be read). CSV: every file's bytes at the bytes per row of the
-    first file's first rows.
+    first file's first rows; a compressed file's bytes at the expansion of the
+    first file compressed alike.
     """
     if source_format == IMAGES:
         return len(files), True
@@ -119,9 +122,13 @@ def count_rows(source_format: str, files: list) -> tuple[int, bool]:
             except (pa.ArrowException, OSError):
                 continue  # the converter quarantines a file it cannot read, with its reason
         return total, True
-    total_bytes = sum(filesystem.size(path) for path in files)
-    with filesystem.open_binary(files[0]) as f:
-        data = strip_bom(f.read(_CSV_SAMPLE_BYTES))
+    ratios: dict[str | None, float] = {}
+    for path in files:
+        codec = compression_of(path)
+        if codec not in ratios:
+            ratios[codec] = expansion(path, _CSV_SAMPLE_BYTES)
+    total_bytes = sum(filesystem.size(path) * ratios[compression_of(path)] for path in files)
+    data = strip_bom(read_start(files[0], _CSV_SAMPLE_BYTES))
     records = [r for r in split_records(data, 1) if r.complete][1:]  # after the header
     if len(data) == _CSV_SAMPLE_BYTES and records:
         records.pop()  # the sample's end may cut the last row

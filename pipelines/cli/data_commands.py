@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from tfrecord_pipelines.cli.dialect_arguments import add_delimiter_argument
 from tfrecord_pipelines.cli.shard_arguments import (
     add_sharding_arguments,
     compression_argument,
@@ -19,7 +20,9 @@ def add_parsers(commands) -> None:
     convert = commands.add_parser(
         "convert", help="convert CSV, Parquet or an image folder into sharded TFRecords"
     )
-    convert.add_argument("source", help="folder of input files (or the image folder)")
+    convert.add_argument(
+        "source", help="a CSV or Parquet file, a glob, or a folder of them (or the image folder)"
+    )
     convert.add_argument("dest", help="output folder: Split-<name>/ shards, shard_plan.json")
     convert.add_argument(
         "--format", choices=FORMATS, help="csv, parquet or images (default: detected)"
@@ -34,6 +37,7 @@ def add_parsers(commands) -> None:
     convert.add_argument(
         "--encoding", default="utf-8", help="CSV: the files' text encoding (default utf-8)"
     )
+    add_delimiter_argument(convert)
     convert.add_argument(
         "--block-size", default="32MiB", help="CSV: bytes parsed as one block (default 32MiB)"
     )
@@ -141,7 +145,7 @@ def run_convert(args: argparse.Namespace) -> None:
             f"{args.source} names span folders; convert reads one folder: give one span's "
             "folder (e.g. events/day-31), or run the pipeline with --data and --span."
         )
-    source = open_source(args.source, args.format)
+    source = open_source(args.source, args.format, delimiter=args.delimiter, encoding=args.encoding)
     if source.is_images:
         class_id_key(args.label)
     elif args.label:
@@ -168,6 +172,7 @@ def run_convert(args: argparse.Namespace) -> None:
             args.source,
             dest,
             source_format=source.format,
+            delimiter=source.delimiter,
             sharding=sharding,
             compression=args.compression or default_compression(source.is_images),
             label_key=args.label,

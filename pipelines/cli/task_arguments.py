@@ -12,6 +12,7 @@ import os
 import re
 from pathlib import Path
 
+from tfrecord_pipelines.cli.dialect_arguments import add_delimiter_argument
 from tfrecord_pipelines.cli.evaluation_settings import (
     add_evaluation_arguments,
     evaluation_options,
@@ -48,16 +49,19 @@ def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("data")
     group.add_argument(
         "--data",
-        help="folder of CSV files, Parquet files or images (class sub-folders or labels.csv) "
-        f"(default: the bundled {DEFAULT_DATA.name}); data in spans: a folder per span, named "
+        help="a CSV or Parquet file, a glob ('exports/*.csv.gz'), or a folder of CSV or "
+        "Parquet files (Hive key=value/ levels too) or of images (class sub-folders or "
+        f"labels.csv) (default: the bundled {DEFAULT_DATA.name}); data in spans: a folder "
+        "per span, named "
         "with TFX's specs, e.g. 'events/day-{SPAN}/', 'events/{YYYY}-{MM}-{DD}/', "
         "'events/day-{SPAN}/v{VERSION}/'",
     )
     group.add_argument(
         "--format",
         choices=("csv", "parquet", "images"),
-        help="what --data holds (default: detected from the folder)",
+        help="what --data holds (default: detected from the files' names)",
     )
+    add_delimiter_argument(group)
     group.add_argument(
         "--label",
         help="column to predict (required with tabular --data; default: "
@@ -278,11 +282,13 @@ def _source(args: argparse.Namespace):
     pattern = spans.split_data_path(data_root)
     # Before anything reads the data: a span asked of data in no spans is a mistake.
     spans.check_span_settings(data_root, pattern, span=args.span, window=args.window)
+    dialect = {"delimiter": args.delimiter, "encoding": args.encoding}
     if pattern is None:
-        source = data_source.open_source(data_root, args.format)
+        source = data_source.open_source(data_root, args.format, **dialect)
     else:
         span = pattern.find(spans.parse_span(args.span))
-        source = dataclasses.replace(data_source.open_source(span.path, args.format), spans=pattern)
+        source = data_source.open_source(span.path, args.format, **dialect)
+        source = dataclasses.replace(source, spans=pattern)
     if args.data and not args.label and not source.is_images:
         raise UsageError("--label is required with --data: name the column to predict.")
     return source

@@ -85,6 +85,7 @@ def example_gen(
         sharding=ingest.sharding(),
         compression=ingest.compression_for(source),
         encoding=ingest.encoding,
+        delimiter=source.delimiter,
         engine=ingest.engine,
         spark_master=ingest.spark_master,
         spark_conf=dict(ingest.spark_conf) or None,
