@@ -102,6 +102,7 @@ def _shapes(work: Path, size_bytes: int) -> dict[str, Path]:
 
 
 def _convert(source: Path, dest: Path, env: dict[str, str] | None = None) -> dict:
+    """Converts in a process of its own; returns its wall and CPU seconds and rows."""
     shutil.rmtree(dest, ignore_errors=True)
     done = subprocess.run(
         [sys.executable, "-c", _CHILD, str(source), str(dest)],
@@ -110,7 +111,9 @@ def _convert(source: Path, dest: Path, env: dict[str, str] | None = None) -> dic
     )  # fmt: skip
     if done.returncode != 0:
         raise RuntimeError(f"conversion of {source} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"    {source.name}: {result}", flush=True)
+    return result
 
 
 def main() -> None:
@@ -133,12 +136,10 @@ def main() -> None:
                 )
             results.setdefault("plain", []).append(_convert(shapes["plain"], work / "out"))
             print(f"  plain, run {attempt + 1}/{args.repeat} done", flush=True)
+        sizes = {name: sum(p.stat().st_size for p in f.iterdir()) for name, f in shapes.items()}
         for name in ("semicolon", "gzip", "zstd", "bz2"):
             results[name] = [_convert(shapes[name], work / "out")]
             print(f"  {name} done", flush=True)
-    sizes = {
-        name: sum(p.stat().st_size for p in folder.iterdir()) for name, folder in shapes.items()
-    }
     base = statistics.median(r["cpu"] / r["rows"] for r in results["plain"])
     print(f"\n{results['plain'][0]['rows']:,} rows; median of the runs; CPU = user + sys\n")
     print("| input | file MB | rows | wall s | CPU s | CPU µs/row | vs plain |")

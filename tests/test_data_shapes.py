@@ -316,3 +316,29 @@ def test_a_glob_that_matches_nothing_and_an_unknown_extension(tmp_path):
 def test_side_files_are_what_engines_leave():
     assert all(map(files.is_side_file, ["_SUCCESS", "_committed_1", ".x.crc", "x.crc", "_tmp"]))
     assert not any(map(files.is_side_file, ["part-0.parquet", "data.csv.gz"]))
+
+
+def test_run_reads_the_shapes_as_convert_does(tmp_path):
+    """The pipeline's config: the file's glob, its delimiter for ExampleGen, and the classes
+    the command line reads before training, through the codec and the dialect."""
+    from tfrecord_pipelines.cli.main import build_parser
+    from tfrecord_pipelines.cli.task_arguments import config_from_args
+
+    (tmp_path / "exports").mkdir()
+    table = _table(200)
+    table[LABEL] = np.where(table["count"] % 2, "setosa", "virginica")
+    text = table.to_csv(index=False, sep=";").encode()
+    (tmp_path / "exports" / "day-1.csv.gz").write_bytes(gzip.compress(text))
+    data = str(tmp_path / "exports" / "*.csv.gz")
+    args = build_parser().parse_args(
+        ["compile", "--data", data, "--label", LABEL, "--positive-class", "setosa"]
+    )
+    config = config_from_args(args)
+    assert (config.source.root, config.source.input_pattern) == (
+        str(tmp_path / "exports"),
+        "*.csv.gz",
+    )
+    assert config.source.delimiter == ";"
+    assert config.evaluation.positive_class == "setosa"
+    assert config.evaluation.num_classes == 2
+    assert config.name == "exports"

@@ -111,7 +111,7 @@ def test_images_with_a_labels_file(tmp_path):
 
 def test_empty_image_folder_is_a_clear_error(tmp_path):
     (tmp_path / "images").mkdir()
-    with pytest.raises(ValueError, match="holds no images: expected one sub-folder of images per class"):
+    with pytest.raises(ValueError, match="holds no images: expected one sub-folder of images"):
         _convert(tmp_path / "images", tmp_path / "out", "images")
 
 
