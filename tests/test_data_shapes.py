@@ -342,3 +342,19 @@ def test_run_reads_the_shapes_as_convert_does(tmp_path):
     assert config.evaluation.positive_class == "setosa"
     assert config.evaluation.num_classes == 2
     assert config.name == "exports"
+
+
+@pytest.mark.parametrize(
+    "data, name",
+    [
+        ("exports/iris.csv.gz", "iris"),
+        ("exports/*.csv", "exports"),
+        ("lake/events/", "events"),
+        ("lake/events/day={YYYY}-{MM}-{DD}/", "events"),
+        ("gs://bucket/exports/part-*.parquet", "exports"),
+    ],
+)
+def test_the_pipeline_is_named_by_what_data_names(data, name):
+    from tfrecord_pipelines.cli.task_arguments import dataset_name
+
+    assert dataset_name(data) == name

@@ -250,15 +250,27 @@ def add_no_cache_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def dataset_name(data_root: str) -> str:
-    """The pipeline name a data folder gives: its base name, lower-case, dashes (for data in
-    spans, the folder above the span folders: ``events`` for ``events/day-{SPAN}/``)."""
+def dataset_name(data: str) -> str:
+    """The pipeline name ``--data`` gives, lower-case, dashes: a folder's base name; a file's
+    name without its extensions (``iris`` for ``iris.csv.gz``); a glob's folder
+    (``exports`` for ``exports/*.csv``); for data in spans, the folder above the span
+    folders (``events`` for ``events/day-{SPAN}/``). Read from the text alone."""
+    import glob
+
+    from tfrecord_pipelines.components.data_source import files
     from tfrecord_pipelines.components.spans import split_data_path
 
-    pattern = split_data_path(data_root)
+    if "://" not in data:
+        data = os.path.abspath(data)
+    pattern = split_data_path(data)
     if pattern:
-        data_root = pattern.base
-    return re.sub(r"[^a-z0-9-]+", "-", os.path.basename(data_root.rstrip("/")).lower()).strip("-")
+        data = pattern.base
+    parts = data.rstrip("/").split("/")
+    magic = next((i for i, part in enumerate(parts) if glob.has_magic(part)), None)
+    name = parts[magic - 1] if magic else parts[-1]
+    if magic is None and files.kind_of(name) in (files.CSV, files.PARQUET):
+        name = name.split(".")[0] or name
+    return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
 
 
 def _resolve_schema(args: argparse.Namespace, dataset: str) -> str | None:
@@ -395,7 +407,7 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
         data_service=args.data_service,
         **_image_settings(args, source.is_images),
     )
-    dataset = dataset_name(source.input_base)
+    dataset = dataset_name(args.data or str(DEFAULT_DATA))
     thresholds = thresholds_from_args(args, task)
     slice_by = slice_features(args, source)
     module_file = _module_file(args)
