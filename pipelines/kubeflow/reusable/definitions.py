@@ -53,11 +53,11 @@ def sharded_example_gen(
     source_format: str = "",
     num_readers: int = DEFAULT_NUM_READERS,
 ):
-    """Converts a folder of CSV, Parquet or images into sharded TFRecords of tf.Examples, with
-    their statistics, in one pass.
+    """Converts CSV, Parquet or image data into sharded TFRecords of tf.Examples, with their
+    statistics, in one pass.
 
     Args:
-      input_base: the data folder (gs://, s3:// or a path the task can read).
+      input_base: a data file, glob or folder (gs://, s3:// or a path the task reads).
       examples: train and eval splits of gzipped TFRecord shards.
       statistics: TFDV's statistics of each split (FeatureStats.pb).
       quarantine: the rows that could not be converted, with their reasons.
