@@ -52,7 +52,8 @@ assert importlib.util.find_spec("tfx") is None and importlib.util.find_spec("ten
 for path in sorted(pathlib.Path({str(SPECS)!r}).glob("*.yaml")):
     component = components.load_component_from_file(str(path))
     spec = component.component_spec
-    print(component.name, sorted(spec.inputs or {{}}), sorted(spec.outputs or {{}}))
+    print(component.name, sorted(spec.inputs or {{}}), sorted(spec.outputs or {{}}),
+          "described" if spec.description else "undescribed")
 """
     loaded = subprocess.run(
         [str(venv / "bin" / "python"), "-c", probe], capture_output=True, text=True, timeout=300
@@ -61,6 +62,8 @@ for path in sorted(pathlib.Path({str(SPECS)!r}).glob("*.yaml")):
     found = {line.split()[0]: line for line in loaded.stdout.splitlines()}
     assert sorted(found) == sorted(name.replace("_", "-") for name in COMPONENTS)
     assert "'metrics'" in found["evaluator"] and "'classification_metrics'" in found["evaluator"]
+    # The loader reads a component's description from the spec's header comment.
+    assert all(line.endswith(" described") for line in found.values()), found
     # The example pipeline, with its own component, compiles there too.
     compiled = subprocess.run(
         [str(venv / "bin" / "python"), str(EXAMPLE), "--output", str(tmp_path / "reuse.yaml")],
@@ -70,3 +73,74 @@ for path in sorted(pathlib.Path({str(SPECS)!r}).glob("*.yaml")):
     )
     assert compiled.returncode == 0, compiled.stderr[-2000:]
     assert "comp-count-records" in (tmp_path / "reuse.yaml").read_text()
+
+
+# Each input's and output's type, as a KFP user wires them: a change here changes what
+# their pipelines accept.
+TYPES = {
+    "sharded_example_gen": {
+        "inputs": {"input_base": "STRING", "label": "STRING", "source_format": "STRING",
+                   "num_readers": "NUMBER_INTEGER"},
+        "outputs": {"examples": "system.Dataset", "statistics": "system.Artifact",
+                    "quarantine": "system.Dataset", "summary": "system.Markdown"},
+    },
+    "schema_gen": {
+        "inputs": {"statistics": "system.Artifact"},
+        "outputs": {"schema": "system.Artifact"},
+    },
+    "example_validator": {
+        "inputs": {"statistics": "system.Artifact", "schema": "system.Artifact"},
+        "outputs": {"anomalies": "system.Artifact"},
+    },
+    "transform": {
+        "inputs": {"examples": "system.Dataset", "schema": "system.Artifact",
+                   "statistics": "system.Artifact", "label": "STRING", "problem": "STRING"},
+        "outputs": {"transform_graph": "system.Artifact"},
+    },
+    "trainer": {
+        "inputs": {"examples": "system.Dataset", "schema": "system.Artifact",
+                   "transform_graph": "system.Artifact", "label": "STRING", "problem": "STRING",
+                   "train_steps": "NUMBER_INTEGER"},
+        "outputs": {"model": "system.Model", "model_run": "system.Artifact"},
+    },
+    "evaluator": {
+        "inputs": {"examples": "system.Dataset", "model": "system.Model", "label": "STRING",
+                   "problem": "STRING", "min_accuracy": "NUMBER_DOUBLE",
+                   "positive_class": "STRING", "num_classes": "NUMBER_INTEGER"},
+        "outputs": {"evaluation": "system.Artifact", "blessing": "system.Artifact",
+                    "metrics": "system.Metrics",
+                    "classification_metrics": "system.ClassificationMetrics",
+                    "summary": "system.Markdown"},
+    },
+    "pusher": {
+        "inputs": {"model": "system.Model", "model_blessing": "system.Artifact",
+                   "serving_dir": "STRING"},
+        "outputs": {"pushed_model": "system.Model"},
+    },
+}  # fmt: skip
+
+
+def _definitions(name: str) -> tuple[dict, dict]:
+    import yaml
+
+    spec = yaml.safe_load((SPECS / f"{name}.yaml").read_text())
+    component = spec["components"][f"comp-{name.replace('_', '-')}"]
+    return component.get("inputDefinitions", {}), component.get("outputDefinitions", {})
+
+
+def _typed(definitions: dict) -> dict[str, tuple[str, str]]:
+    found = {}
+    for name, artifact in definitions.get("artifacts", {}).items():
+        found[name] = (artifact["artifactType"]["schemaTitle"], artifact.get("description"))
+    for name, parameter in definitions.get("parameters", {}).items():
+        found[name] = (parameter["parameterType"], parameter.get("description"))
+    return found
+
+
+def test_each_input_and_output_keeps_its_type_and_its_description():
+    for name, pinned in TYPES.items():
+        inputs, outputs = (_typed(d) for d in _definitions(name))
+        assert {k: t for k, (t, _) in inputs.items()} == pinned["inputs"], name
+        assert {k: t for k, (t, _) in outputs.items()} == pinned["outputs"], name
+        undescribed = [k for k, (_, text) in {**inputs, **outputs}.items() if not text]
+        assert not undescribed, f"{name}: {undescribed} have no description"

@@ -13,7 +13,10 @@ TFRecord shards; ``split_names`` and ``shard_plan`` in its metadata); models a
 ``Model`` (``Format-Serving/``, the SavedModel); the Evaluator's verdict is
 also ``Metrics``, ``ClassificationMetrics`` and ``Markdown``, which KFP's UI
 draws. What has no KFP type (statistics, schema, transform graph, blessing) is
-an ``Artifact`` in TFX's layout.
+an ``Artifact`` in TFX's layout: the KFP SDK (2.13) refuses any schema title
+outside its ``system`` and ``google`` namespaces, TFX's ``tfx.*`` included, when a
+component is defined or loaded. Inputs are described under ``Args:``, outputs
+under ``Returns:``, where KFP's compiler reads each.
 """
 
 from kfp import dsl
@@ -58,16 +61,18 @@ def sharded_example_gen(
 
     Args:
       input_base: a data file, glob or folder (gs://, s3:// or a path the task reads).
-      examples: train and eval splits of gzipped TFRecord shards.
-      statistics: TFDV's statistics of each split (FeatureStats.pb).
-      quarantine: the rows that could not be converted, with their reasons.
-      summary: the shards, the quarantine and each feature's statistics (Markdown).
       label: tabular data: the column to predict (rows without it are quarantined);
         images: the feature of the class's id (default ``label``; the class by name is
         ``class_name``).
       source_format: csv, parquet or images; empty: found from the files.
       num_readers: workers expected to read the shards in parallel; each split
         gets at least as many shards, data allowing.
+
+    Returns:
+      examples: train and eval splits of gzipped TFRecord shards.
+      statistics: TFDV's statistics of each split (FeatureStats.pb).
+      quarantine: the rows that could not be converted, with their reasons.
+      summary: the shards, the quarantine and each feature's statistics (Markdown).
     """
     return _container("sharded_example_gen")
 
@@ -78,6 +83,8 @@ def schema_gen(statistics: Input[Artifact], schema: Output[Artifact]):
 
     Args:
       statistics: ShardedExampleGen's statistics.
+
+    Returns:
       schema: schema.pbtxt, a TensorFlow Metadata Schema.
     """
     return _container("schema_gen")
@@ -85,13 +92,17 @@ def schema_gen(statistics: Input[Artifact], schema: Output[Artifact]):
 
 @dsl.container_component
 def example_validator(
-    statistics: Input[Artifact], schema: Input[Artifact], anomalies: Output[Artifact]
+    statistics: Input[Artifact],
+    schema: Input[Artifact],
+    anomalies: Output[Artifact],
 ):
     """Checks each split's statistics against the schema (TFX's ExampleValidator).
 
     Args:
       statistics: ShardedExampleGen's statistics.
       schema: the schema to hold the data to, inferred or written by hand.
+
+    Returns:
       anomalies: each split's anomalies (SchemaDiff.pb); the task fails on none.
     """
     return _container("example_validator")
@@ -113,10 +124,12 @@ def transform(
       examples: the examples (a Dataset of Split-train/ and Split-eval/ shards).
       schema: their schema.
       label: the feature to predict.
-      transform_graph: tf.Transform's output: transform_fn/ and transformed_metadata/.
       problem: classification or regression.
       statistics: ExampleGen's statistics; when given, means, variances and
         vocabularies come from them and no record is read.
+
+    Returns:
+      transform_graph: tf.Transform's output: transform_fn/ and transformed_metadata/.
     """
     return _container("transform")
 
@@ -140,10 +153,12 @@ def trainer(
       schema: their schema.
       transform_graph: Transform's graph.
       label: the feature to predict.
-      model: the SavedModel (Format-Serving/), serving tf.Examples.
-      model_run: TensorBoard logs and the input stall report.
       problem: classification or regression.
       train_steps: training steps; 0: planned from the data's size.
+
+    Returns:
+      model: the SavedModel (Format-Serving/), serving tf.Examples.
+      model_run: TensorBoard logs and the input stall report.
     """
     return _container("trainer")
 
@@ -169,17 +184,19 @@ def evaluator(
       examples: the examples; the eval split is read.
       model: the Trainer's model.
       label: the feature the model predicts.
-      evaluation: TFMA's evaluation files.
-      blessing: BLESSED or NOT_BLESSED, for the Pusher.
-      metrics: each metric, its 95% interval and the eval rows (drawn by KFP's UI).
-      classification_metrics: the confusion matrix; for two classes, the ROC curve.
-      summary: the verdict and the metrics table (Markdown).
       problem: classification or regression.
       min_accuracy: the accuracy that blesses a model (classification; run's default).
       positive_class: two classes: the label value whose ROC curve and AUC are reported.
       num_classes: classification: how many classes the label has (up to 32: each
         class's AUC, precision and recall); 0: unknown, accuracy and the
         confusion matrix only.
+
+    Returns:
+      evaluation: TFMA's evaluation files.
+      blessing: BLESSED or NOT_BLESSED, for the Pusher.
+      metrics: each metric, its 95% interval and the eval rows (drawn by KFP's UI).
+      classification_metrics: the confusion matrix; for two classes, the ROC curve.
+      summary: the verdict and the metrics table (Markdown).
     """
     return _container("evaluator")
 
@@ -197,6 +214,8 @@ def pusher(
       model: the Trainer's model.
       model_blessing: the Evaluator's blessing; a model not blessed is not pushed.
       serving_dir: the serving folder (gs://, s3:// or a mounted volume).
+
+    Returns:
       pushed_model: the push record; its metadata names the version folder.
     """
     return _container("pusher")

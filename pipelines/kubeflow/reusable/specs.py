@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 
-import docstring_parser
 import yaml
 from kfp import compiler
 from kfp.dsl import structures
@@ -27,10 +26,14 @@ def spec_file(name: str) -> str:
 
 def _with_image(path: str, image: str) -> None:
     with open(path) as f:
-        documents = list(yaml.safe_load_all(f))
+        text = f.read()
+    # KFP's header comment: load_component_from_file reads the description from it.
+    header = "".join(line for line in text.splitlines(True) if line.startswith("#"))
+    documents = list(yaml.safe_load_all(text))
     for executor in documents[0]["deploymentSpec"]["executors"].values():
         executor["container"]["image"] = image
     with open(path, "w") as f:
+        f.write(header)
         yaml.safe_dump_all(documents, f, sort_keys=False)
 
 
@@ -51,11 +54,11 @@ def _type(spec: structures.InputSpec | structures.OutputSpec) -> str:
     return text.split("@")[0].removeprefix("system.") if "@" in text else text
 
 
-def _row(name: str, spec, kind: str, described: dict[str, str]) -> str:
+def _row(name: str, spec, kind: str) -> str:
     default = getattr(spec, "default", None)
     optional = getattr(spec, "optional", False)
     note = f"`{default!r}`" if default is not None else ("optional" if optional else "")
-    text = described.get(name, "").replace("\n", " ")
+    text = (spec.description or "").replace("\n", " ")
     return f"| `{name}` | {kind} | {_type(spec)} | {note} | {text} |"
 
 
@@ -71,11 +74,6 @@ def reference_page() -> str:
     ]
     for name, component in definitions.COMPONENTS.items():
         spec = component.component_spec
-        # KFP keeps the docstring's descriptions of inputs only; outputs are read here too.
-        described = {
-            p.arg_name: p.description or ""
-            for p in docstring_parser.parse(component.pipeline_func.__doc__ or "").params
-        }
         lines += [
             f"## {name}",
             "",
@@ -88,11 +86,9 @@ def reference_page() -> str:
         ]
         for input_name, input_spec in (spec.inputs or {}).items():
             is_artifact = "@" in input_spec.type
-            lines.append(
-                _row(input_name, input_spec, "input" if is_artifact else "parameter", described)
-            )
+            lines.append(_row(input_name, input_spec, "input" if is_artifact else "parameter"))
         for output_name, output_spec in (spec.outputs or {}).items():
-            lines.append(_row(output_name, output_spec, "output", described))
+            lines.append(_row(output_name, output_spec, "output"))
         lines.append("")
     return "\n".join(lines)
 
