@@ -172,11 +172,11 @@ def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path):
     ],
 )
 def test_compressed_files_stream_in_record_pieces_as_plain_blocks_cut_them(tmp_path, suffix, write):
-    text = _table(3000).to_csv(index=False).encode()
+    text = _table(30000).to_csv(index=False).encode()  # 1.3 MB: pieces of 64 KiB reads
     (tmp_path / "t.csv").write_bytes(text)
     (tmp_path / f"t.csv{suffix}").write_bytes(write(text))
-    plain = plan_blocks(str(tmp_path / "t.csv"), 8 * 1024)
-    (stream,) = plan_blocks(str(tmp_path / f"t.csv{suffix}"), 8 * 1024)
+    plain = plan_blocks(str(tmp_path / "t.csv"), 64 * 1024)
+    (stream,) = plan_blocks(str(tmp_path / f"t.csv{suffix}"), 64 * 1024)
     assert isinstance(stream, CsvStream)
     pieces = list(stream.pieces())
     assert len(pieces) > 10
@@ -358,3 +358,35 @@ def test_the_pipeline_is_named_by_what_data_names(data, name):
     from tfrecord_pipelines.cli.task_arguments import dataset_name
 
     assert dataset_name(data) == name
+
+
+def test_a_damaged_compressed_file_keeps_its_rows_so_far_and_is_quarantined(tmp_path):
+    """A truncated .csv.gz (a copy cut short): its whole rows before the damage are written,
+    the file is one quarantined record naming why, and the other files convert whole."""
+    from tfrecord_pipelines.components.example_gen.convert import convert
+    from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
+
+    (tmp_path / "logs").mkdir()
+    text = _table(20000).to_csv(index=False).encode()
+    (tmp_path / "logs" / "day-1.csv.gz").write_bytes(gzip.compress(text))
+    damaged = gzip.compress(text)
+    (tmp_path / "logs" / "day-2.csv.gz").write_bytes(damaged[: len(damaged) // 2])
+    report = convert(
+        str(tmp_path / "logs"),
+        str(tmp_path / "out"),
+        source_format=None,
+        sharding=ShardingOptions(),
+        compression="gzip",
+        label_key=LABEL,
+        max_bad_fraction=0.5,
+        block_bytes=16 * 1024,
+    )
+    assert report["quarantined_by_reason"] == {"unreadable compressed file": 1}
+    assert 20000 + 5000 < report["records_written"] < 40000
+    (record,) = [
+        json.loads(line)
+        for path in (tmp_path / "out" / "quarantine").glob("*.jsonl")
+        for line in path.read_text().splitlines()
+    ]
+    assert record["source"].endswith("day-2.csv.gz")
+    assert "Truncated compressed stream" in record["reason"]

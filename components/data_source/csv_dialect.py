@@ -16,6 +16,7 @@ import contextlib
 import csv
 import io
 import sys
+from collections.abc import Iterator
 
 from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.data_source import files as data_files
@@ -26,6 +27,8 @@ DEFAULT_DELIMITER = ","
 _SNIFF_BYTES = 256 * 1024
 _SNIFF_RECORDS = 200
 _FITTING_SHARE = 0.9
+# Read in pieces: a codec's error loses the piece it is in, not what came before.
+_READ_BYTES = 64 * 1024
 
 
 @contextlib.contextmanager
@@ -42,17 +45,50 @@ def open_data(path: str):
             yield stream
 
 
+def read_chunks(stream, size: int) -> Iterator[bytes]:
+    """Yields a stream's data in chunks of about ``size`` bytes, read in small steps, so that
+    a codec's error loses one step: the chunk before it is yielded, then the error raised."""
+    buffer, held = [], 0
+    while True:
+        try:
+            data = stream.read(_READ_BYTES)
+        except OSError:  # pyarrow's codec errors are OSErrors
+            if buffer:
+                yield b"".join(buffer)
+            raise
+        if not data:
+            break
+        buffer.append(data)
+        held += len(data)
+        if held >= size:
+            yield b"".join(buffer)
+            buffer, held = [], 0
+    if buffer:
+        yield b"".join(buffer)
+
+
 def read_start(path: str, size: int) -> bytes:
-    """Returns up to ``size`` bytes from the start of a file's (decompressed) data."""
-    with open_data(path) as f:
-        chunks, left = [], size
-        while left > 0:
-            chunk = f.read(left)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-    return b"".join(chunks)
+    """Returns up to ``size`` bytes from the start of a file's (decompressed) data.
+
+    A compressed file damaged further on gives what it holds before the damage
+    (the converter quarantines the rest).
+
+    Raises:
+      ValueError: if a compressed file's start does not decompress.
+    """
+    data = b""
+    try:
+        with open_data(path) as f:
+            while len(data) < size:
+                chunk = f.read(min(size - len(data), _READ_BYTES))
+                if not chunk:
+                    break
+                data += chunk
+    except OSError as e:
+        if not data or data_files.compression_of(path) is None:
+            codec = data_files.compression_of(path) or "plain"
+            raise ValueError(f"{path} cannot be read as a {codec} file: {e}") from None
+    return data
 
 
 class _Counted(io.RawIOBase):

@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Iterator
 
 from tfrecord_pipelines.components import filesystem
-from tfrecord_pipelines.components.data_source.csv_dialect import open_data
+from tfrecord_pipelines.components.data_source.csv_dialect import open_data, read_chunks
 from tfrecord_pipelines.components.data_source.files import compression_of
 
 _QUOTE = b'"'
@@ -78,13 +78,16 @@ class CsvStream:
     block_bytes: int
 
     def pieces(self) -> Iterator[tuple[bytes, int]]:
-        """Yields ``(bytes, first_line)`` pieces of whole records after the header, in order."""
+        """Yields ``(bytes, first_line)`` pieces of whole records after the header, in order.
+
+        Raises:
+          OSError: where the file stops decompressing, after the pieces before it.
+        """
         carry, line, header = b"", 1, True
         with open_data(self.path) as f:
-            while True:
-                chunk = f.read(self.block_bytes)
+            for chunk in read_chunks(f, self.block_bytes):
                 data = carry + chunk
-                end = len(data) if not chunk else _last_record_end(data, 4 * self.block_bytes)
+                end = _last_record_end(data, 4 * self.block_bytes)
                 if header and end:
                     first = _first_record_end(data[:end])
                     line += data.count(_NEWLINE, 0, first)
@@ -93,8 +96,10 @@ class CsvStream:
                     yield data[:end], line
                     line += data.count(_NEWLINE, 0, end)
                 carry = data[end:]
-                if not chunk:
-                    return
+        if header:
+            carry = carry[_first_record_end(carry) :]
+        if carry:
+            yield carry, line
 
 
 def _first_record_end(data: bytes) -> int:

@@ -92,7 +92,16 @@ class BlockConverter:
 
     def convert(self, block: CsvBlock | CsvStream) -> Iterator[SplitRecords | QuarantineRecord]:
         """Yields the block's (or the compressed file's) records by split and its bad rows."""
-        for data, first_line in block.pieces():
+        pieces = block.pieces()
+        while True:
+            try:
+                data, first_line = next(pieces)
+            except StopIteration:
+                return
+            except (OSError, pa.ArrowException) as e:
+                # A damaged compressed file: its rows so far are kept, the rest is one record.
+                yield QuarantineRecord(block.path, block.path, f"unreadable compressed file: {e}")
+                return
             yield from self._convert_part(block.path, data, first_line)
 
     def _convert_part(self, path: str, data: bytes, first_line: int):
