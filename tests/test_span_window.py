@@ -193,3 +193,7 @@ def test_the_report_shows_the_window_what_was_reused_and_the_drift(daily):
     drifted = re.findall(r'data-feature="(\w+)" data-drifted="true"', report)
     assert sorted(drifted) == ["colour", "x"]
     assert "held back, the span drifted (colour,x)" in report
+    # The push line gives the summary's reasons: the drift, and the blessing only if missing.
+    push = re.search(r'<p id="push">(.*?)</p>', report, re.S).group(1)
+    printed = re.search(r"pushed model:  none \((.*)\)", day_3).group(1)
+    assert push == f"Not pushed: {printed}."

@@ -36,6 +36,12 @@ from tfrecord_pipelines.definition.pipeline import (
 from tfrecord_pipelines.report import charts, statistics, thumbnails
 from tfrecord_pipelines.report.evaluation import EvaluationView, read_evaluation
 from tfrecord_pipelines.report.training import TrainingView, read_training
+from tfrecord_pipelines.report.verdicts import (
+    coverage_text,
+    coverage_warns,
+    not_pushed_reasons,
+    warm_started,
+)
 
 if TYPE_CHECKING:
     from tfx.types import Artifact
@@ -108,6 +114,8 @@ class RunReport:
       training: the Trainer's epochs, input stall and verdict.
       coverage: the steps, examples and epochs of the training split the
         model saw (None: the Trainer did not say, e.g. a module file's run_fn).
+      coverage_note: ``coverage`` in words, as the summary says it
+        (``verdicts.coverage_text``); coverage_warns: whether it warns.
       evaluation: the Evaluator's metrics, thresholds and baseline.
       blessed: whether the Evaluator blessed the model.
       baseline_model: the model compared with (the last blessed one), if any.
@@ -117,6 +125,8 @@ class RunReport:
         converted, and which Transform analyzed or took from its cache.
       drift: data in spans: the previous span and each feature's drift from it.
       blocked_by_drift: the drifted features that kept the model from being pushed.
+      not_pushed: why the model was not pushed, as the summary says it
+        (``verdicts.not_pushed_reasons``); empty when it was, or nothing says.
       missing: a note per section that could not be shown, saying why.
     """
 
@@ -136,6 +146,8 @@ class RunReport:
     schema_uri: str | None = None
     training: TrainingView | None = None
     coverage: TrainingLength | None = None
+    coverage_note: str | None = None
+    coverage_warns: bool = False
     model_run_uri: str | None = None
     evaluation: EvaluationView | None = None
     evaluation_uri: str | None = None
@@ -146,6 +158,7 @@ class RunReport:
     window: WindowSummary | None = None
     drift: tuple[int, dict[str, dict]] | None = None
     blocked_by_drift: str | None = None
+    not_pushed: list[str] = dataclasses.field(default_factory=list)
     missing: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
@@ -266,7 +279,15 @@ def read_sections(artifacts: RunArtifacts) -> dict:
     if artifacts.model_run_uri is not None:
         fields["model_run_uri"] = artifacts.model_run_uri
         fields["training"] = read_training(artifacts.model_run_uri)
-        fields["coverage"] = read_training_report(artifacts.model_run_uri)
+        coverage = read_training_report(artifacts.model_run_uri)
+        fields["coverage"] = coverage
+        if coverage is not None:
+            # Imported here: warm_start imports tf.Transform, which nothing else here needs.
+            from tfrecord_pipelines.components.trainer.warm_start import read_report
+
+            warm = warm_started(read_report(artifacts.model_run_uri))
+            fields["coverage_note"] = coverage_text(coverage, warm)
+            fields["coverage_warns"] = coverage_warns(coverage, warm)
     else:
         missing("training", TRAINER_ID)
     if artifacts.evaluation_uri is not None and artifacts.blessed is not None:
@@ -278,8 +299,10 @@ def read_sections(artifacts: RunArtifacts) -> dict:
         missing("evaluation", EVALUATOR_ID)
     if artifacts.pushed_model is not None:
         fields["pushed_model"] = artifacts.pushed_model
-    elif artifacts.blocked_by_drift is not None:
-        fields["blocked_by_drift"] = artifacts.blocked_by_drift
-    elif not artifacts.pusher_finished:
+    elif artifacts.blocked_by_drift is not None or artifacts.pusher_finished:
+        if artifacts.blocked_by_drift is not None:
+            fields["blocked_by_drift"] = artifacts.blocked_by_drift
+        fields["not_pushed"] = not_pushed_reasons(artifacts.blessed, artifacts.blocked_by_drift)
+    else:
         missing("push", PUSHER_ID)
     return fields

@@ -3,21 +3,7 @@ each step cost, in lines a person reads (``run_summary`` reads what they say).""
 
 from __future__ import annotations
 
-
-def _coverage(training, warm_started: bool = False) -> str:
-    """Examples and epochs the model saw; a warning when part of the data never was."""
-    text = (
-        f"{training.examples:,} examples ({training.steps:,} steps of {training.batch_size}): "
-        f"{training.epochs:.2f} epochs of the {training.train_records:,}-example train split"
-    )
-    if training.epochs < 1 and warm_started:
-        text += ", warm-started from a model of the earlier spans"
-    elif training.epochs < 1:
-        text += (
-            f"; WARNING: {100 * (1 - training.epochs):.0f}% of it was never seen "
-            "(train longer: --epochs or more --train-steps)"
-        )
-    return text
+from tfrecord_pipelines.report.verdicts import coverage_text, not_pushed_reasons, warm_started
 
 
 def _cost_lines(costs) -> list[str]:
@@ -172,12 +158,7 @@ def print_summary(summary, layout, config, run_id: str, seconds: float, report: 
         earlier = " (pushed by an earlier run; its Pusher was reused)"
         print(f"  pushed model:  {summary.pushed_model}{earlier if summary.pushed_earlier else ''}")
     else:
-        reasons = [] if summary.blessed else ["the Evaluator did not bless the model"]
-        if summary.blocked_by_drift:
-            reasons.append(
-                f"this span drifted from the previous one: {summary.blocked_by_drift}; "
-                "--on-drift warn pushes anyway"
-            )
+        reasons = not_pushed_reasons(summary.blessed, summary.blocked_by_drift)
         print(f"  pushed model:  none ({'; '.join(reasons)})")
     print(f"  metrics:       {metrics}")
     if summary.classes:
@@ -201,8 +182,8 @@ def print_summary(summary, layout, config, run_id: str, seconds: float, report: 
             f"batches in the last epoch ({verdict(summary.input_stall)})"
         )
     if summary.training:
-        warm = bool(summary.warm_start and summary.warm_start["warm_started"])
-        print(f"  trained on:    {_coverage(summary.training, warm)}")
+        warm = warm_started(summary.warm_start)
+        print(f"  trained on:    {coverage_text(summary.training, warm)}")
     print(f"  TensorBoard:   tensorboard --logdir {summary.model_run}")
     print(f"  quarantined:   {summary.quarantined:,} input records ({summary.quarantine})")
     if summary.skipped_files[0]:
