@@ -140,6 +140,15 @@ def test_the_delimiter_is_sniffed_from_the_first_rows(tmp_path, delimiter):
     assert csv_dialect.sniff_delimiter(str(tmp_path / "t.csv")) == delimiter
 
 
+def test_bad_rows_do_not_hide_the_delimiter(tmp_path):
+    """A third of the first rows have a field too many or too few: they are the
+    quarantine's to name, and the delimiter is still the one most rows fit."""
+    bad = ("1;2", "1;2;3;4")
+    lines = ["a;b;c"] + [bad[i % 2] if i % 3 == 0 else "1;2;3" for i in range(90)]
+    (tmp_path / "t.csv").write_text("\n".join(lines) + "\n")
+    assert csv_dialect.sniff_delimiter(str(tmp_path / "t.csv")) == ";"
+
+
 def test_a_tsv_is_tab_separated_and_a_forced_delimiter_wins(tmp_path):
     (tmp_path / "t.tsv").write_text("a,b\tc\n1,2\t3\n")
     assert data_source.open_source(str(tmp_path / "t.tsv")).delimiter == "\t"

@@ -4,9 +4,11 @@ Compression comes from the file's extension (``files.compression_of``) and
 is undone by pyarrow's codecs as the file streams in. The delimiter is one
 of ``,`` ``;`` tab and ``|``: ``.tsv`` files are tab-separated, and any
 other is sniffed from its first records: each candidate splits them with
-Python's ``csv`` reader, quotes honoured, and the one that gives nearly all
-of them the header's number of fields (more than one) wins. When two do
-equally well, or none does, the error names them and ``--delimiter``.
+Python's ``csv`` reader, quotes honoured, and the one that gives the most of
+them the header's number of fields (more than one; more than half of them,
+the rest being bad rows for the quarantine) wins, more columns breaking a
+tie. When two still tie, or none fits, the error names them and
+``--delimiter``.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from tfrecord_pipelines.components.data_source import files as data_files
 
 DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
 DEFAULT_DELIMITER = ","
-# Bytes and records of the first file sniffed; a share of the records may be bad rows.
+# Bytes and records of the first file sniffed.
 _SNIFF_BYTES = 256 * 1024
 _SNIFF_RECORDS = 200
-_FITTING_SHARE = 0.9
+# A delimiter must give more than this share of the records the header's field count:
+# the rest may be bad rows, which the converter quarantines with their reasons.
+_FITTING_SHARE = 0.5
 # Read in pieces: a codec's error loses the piece it is in, not what came before.
 _READ_BYTES = 64 * 1024
 
@@ -174,7 +178,7 @@ def sniff_delimiter(path: str, encoding: str = "utf-8") -> str:
         width = _fields(header, delimiter)
         if width > 1:
             share = sum(_fields(row, delimiter) == width for row in rows) / len(rows)
-            if share >= _FITTING_SHARE:
+            if share > _FITTING_SHARE:
                 fits[delimiter] = (share, width)
     if not fits:
         if not any(d in header for d in DELIMITERS):
