@@ -20,10 +20,11 @@ from kfp_local_runs import run_compiled_pipeline
 from component_image import chown_for_the_image
 from conftest import REPO_ROOT
 from example_data import read_split
-from kfp_ui_layout import check_confusion_matrix
+from kfp_ui_layout import area_under, check_confusion_matrix, check_roc_curve
 
 SPECS = REPO_ROOT / "kfp_components"
 EXAMPLE = REPO_ROOT / "examples" / "kfp_reuse" / "pipeline.py"
+PENGUINS = REPO_ROOT / "data" / "penguins" / "penguins.csv"
 pytestmark = [pytest.mark.e2e, pytest.mark.image]
 
 # The example's tasks: every component but the ExampleValidator, and the user's own.
@@ -54,30 +55,44 @@ def _output(record, name: str) -> tuple[Path, dict]:
     return Path(artifact.uri), json_format.MessageToDict(artifact.metadata)
 
 
-@pytest.fixture(scope="module")
-def reuse_run(tmp_path_factory, component_image, docker_api):
+def _run_example(root: Path, csv_text: str, **arguments) -> tuple[dict, dict]:
     """examples/kfp_reuse compiled with kfp's compiler and run by kfp.local in the image."""
-    module = _example_module()
-    assert module.IMAGE == component_image
-    root = tmp_path_factory.mktemp("kfp_reuse") / "pipeline_root"
     data = root / "data" / "penguins"
     data.mkdir(parents=True)
-    (data / "penguins.csv").write_text(
-        (REPO_ROOT / "data" / "penguins" / "penguins.csv").read_text()
-    )
+    (data / "penguins.csv").write_text(csv_text)
     package = root.parent / "kfp_reuse.yaml"
     from kfp import compiler
 
-    compiler.Compiler().compile(module.build(SPECS), str(package))
+    compiler.Compiler().compile(_example_module().build(SPECS), str(package))
     chown_for_the_image(root)
-    arguments = {
-        "data": str(data),
-        "label": "species",
-        "serving_dir": str(root / "serving"),
-        "train_steps": 200,
-    }
+    arguments = {"data": str(data), "serving_dir": str(root / "serving"), **arguments}
     records = run_compiled_pipeline(package, root, arguments)
-    return yaml.safe_load(package.read_text()), records, root
+    return yaml.safe_load(package.read_text()), records
+
+
+@pytest.fixture(scope="module")
+def reuse_run(tmp_path_factory, component_image, docker_api):
+    """The three species."""
+    assert _example_module().IMAGE == component_image
+    root = tmp_path_factory.mktemp("kfp_reuse") / "pipeline_root"
+    spec, records = _run_example(root, PENGUINS.read_text(), label="species", train_steps=200)
+    return spec, records, root
+
+
+@pytest.fixture(scope="module")
+def two_class_run(tmp_path_factory, component_image, docker_api):
+    """Adelie or not, Adelie the positive class: a KFP user's binary task."""
+    root = tmp_path_factory.mktemp("kfp_reuse_two_classes") / "pipeline_root"
+    lines = PENGUINS.read_text().splitlines()
+    binary = [lines[0]] + [
+        line if line.startswith("Adelie,") else "other," + line.split(",", 1)[1]
+        for line in lines[1:]
+    ]
+    _, records = _run_example(
+        root, "\n".join(binary) + "\n", label="species", train_steps=100,
+        positive_class="Adelie", num_classes=2,
+    )  # fmt: skip
+    return records
 
 
 def test_every_task_ran_its_own_components_image(reuse_run, component_image):
@@ -134,3 +149,18 @@ def test_the_pushed_model_serves_the_eval_split(reuse_run):
     labels = [r.features.feature["species"].bytes_list.value[0] for r in rows]
     predicted = classes[np.arange(len(rows)), np.argmax(probabilities, axis=1)]
     assert np.mean([p == a for p, a in zip(predicted, labels, strict=True)]) >= 0.9
+
+
+def test_a_two_class_run_draws_the_roc_curve_of_its_positive_class(two_class_run):
+    records = two_class_run
+    for name, record in records.items():
+        assert record.returncode == 0, (name, record.logs[-2000:])
+    _, metrics = _output(records["comp-evaluator"], "metrics")
+    _, classification = _output(records["comp-evaluator"], "classification_metrics")
+    categories, counts = check_confusion_matrix(classification["confusionMatrix"])
+    assert sorted(categories) == ["Adelie", "other"]
+    assert sum(map(sum, counts)) == metrics["eval rows"]
+    roc = check_roc_curve(classification["confidenceMetrics"])
+    assert len(roc) > 10
+    # The positive class's AUC, as the Evaluator measured it, is the curve's area.
+    assert area_under(roc) == pytest.approx(metrics["auc (Adelie)"], abs=0.02)

@@ -63,7 +63,14 @@ def build(specs: pathlib.Path = SPECS):
     )
 
     @dsl.pipeline(name="kfp-reuse")
-    def kfp_reuse(data: str, label: str, serving_dir: str, train_steps: int = 0):
+    def kfp_reuse(
+        data: str,
+        label: str,
+        serving_dir: str,
+        train_steps: int = 0,
+        positive_class: str = "",
+        num_classes: int = 0,
+    ):
         shards = example_gen(input_base=data, label=label)
         schema = schema_gen(statistics=shards.outputs["statistics"])
         count_records(examples=shards.outputs["examples"], schema=schema.outputs["schema"])
@@ -80,8 +87,13 @@ def build(specs: pathlib.Path = SPECS):
             label=label,
             train_steps=train_steps,
         )
+        # Two classes and a positive class: the Evaluator draws their ROC curve too.
         verdict = evaluator(
-            examples=shards.outputs["examples"], model=model.outputs["model"], label=label
+            examples=shards.outputs["examples"],
+            model=model.outputs["model"],
+            label=label,
+            positive_class=positive_class,
+            num_classes=num_classes,
         )
         pusher(
             model=model.outputs["model"],
