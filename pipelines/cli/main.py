@@ -11,6 +11,7 @@ import warnings
 
 from tfrecord_pipelines.cli import data_commands, kubeflow_commands, report_command, run_command
 from tfrecord_pipelines.cli.usage import UsageError
+from tfrecord_pipelines.components import object_stores
 from tfrecord_pipelines.local.disk_space import DiskFull
 from tfrecord_pipelines.local.output_lock import OutputInUse
 
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     """Runs the CLI; returns the exit status."""
     args = build_parser().parse_args(argv)
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    object_stores.configure()
     _configure_logging(args.verbose)
     try:
         {

@@ -41,6 +41,8 @@ import yaml
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
+from tfrecord_pipelines.components import object_stores
+
 # Remote URI prefix -> local path prefix, as KFP's launcher maps them
 # (backend/src/v2/component/launcher_v2.go, LocalPathForURI).
 LAUNCHER_LOCAL_MOUNTS = {"s3://": "/s3/", "minio://": "/minio/"}
@@ -343,6 +345,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Runs the entry point on argv (default: sys.argv), as ``python -m`` does."""
     from absl import app
 
+    object_stores.configure()
     app.run(run, argv=list(argv if argv is not None else sys.argv), flags_parser=_parse_args)
 
 

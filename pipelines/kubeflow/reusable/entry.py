@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from google.protobuf import json_format, struct_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
+from tfrecord_pipelines.components import object_stores
+
 _SPLIT_PREFIX = "Split-"
 _SPLIT_NAMES = "split_names"
 
@@ -148,6 +150,7 @@ def run(component_name: str, executor_input_json: str) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Checks the arguments, then runs the component (``python -m`` passes sys.argv)."""
     args = _parse_args(list(sys.argv[1:] if argv is None else argv))
+    object_stores.configure()
     run(args.component, args.executor_input)
 
 

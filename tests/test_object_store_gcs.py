@@ -1,0 +1,74 @@
+"""Data in a GCS bucket, on a real GCS server (fake-gcs-server on 127.0.0.1), reached through
+the ecosystem's variable alone (STORAGE_EMULATOR_HOST): the command line's checks, convert
+and a whole local run read the bucket's objects through TensorFlow's modular GCS plugin."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from object_store_servers import gcs_server
+
+from conftest import REPO_ROOT
+
+PENGUINS = REPO_ROOT / "data" / "penguins" / "penguins.csv"
+
+
+@pytest.fixture(scope="module")
+def bucket(tmp_path_factory):
+    """Bucket ``lake``: penguins as gzipped semicolon CSV, and as Hive-partitioned Parquet."""
+    root = tmp_path_factory.mktemp("buckets")
+    text = PENGUINS.read_text()
+    exports = root / "lake" / "exports"
+    exports.mkdir(parents=True)
+    (exports / "penguins.csv.gz").write_bytes(gzip.compress(text.replace(",", ";").encode()))
+    rows = [line.split(",") for line in text.splitlines()]
+    table = pa.table({name: [r[i] for r in rows[1:]] for i, name in enumerate(rows[0])})
+    pq.write_to_dataset(table, root / "lake" / "parquet", partition_cols=["island"])
+    with gcs_server(root) as url:
+        yield url
+
+
+def _cli(url: str, *args: str) -> subprocess.CompletedProcess:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GCS_", "CLOUD_STORAGE_", "TF_USE_MODULAR"))
+    }
+    env.update(STORAGE_EMULATOR_HOST=url, TF_USE_LEGACY_KERAS="1")
+    return subprocess.run(
+        [sys.executable, "-m", "tfrecord_pipelines", *args],
+        env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+
+
+def test_convert_reads_a_glob_of_gzipped_objects(bucket, tmp_path):
+    done = _cli(bucket, "convert", "gs://lake/exports/*.csv.gz", str(tmp_path / "out"),
+                "--label", "species")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Read 344 records: wrote 344, quarantined 0" in done.stdout
+
+
+def test_a_bad_label_is_refused_after_reading_the_bucket_s_header(bucket, tmp_path):
+    done = _cli(bucket, "convert", "gs://lake/parquet/", str(tmp_path / "out"), "--label", "x")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: Label column 'x' is not in the Parquet columns of gs://lake/parquet; columns "
+        "are: species, bill_length_mm, bill_depth_mm, flipper_length_mm, body_mass_g, sex, "
+        "year, island."
+    )
+
+
+def test_a_run_trains_on_a_hive_folder_in_the_bucket(bucket, tmp_path):
+    done = _cli(bucket, "run", "--data", "gs://lake/parquet/", "--label", "species",
+                "--output", str(tmp_path / "out"), "--train-steps", "20",
+                "--min-accuracy", "0", "--name", "lake")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"pushed model: +\S+/serving_model/lake/\d+", done.stdout)
+    assert re.search(r"quarantined: +0 input records", done.stdout)
