@@ -19,6 +19,8 @@ from object_store_servers import gcs_server
 from conftest import REPO_ROOT
 
 PENGUINS = REPO_ROOT / "data" / "penguins" / "penguins.csv"
+# Each test starts the command line, TensorFlow and all, against the server.
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
