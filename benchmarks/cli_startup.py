@@ -24,7 +24,8 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from revisions import REPO_ROOT, checkout
+import revisions
+from revisions import REPO_ROOT
 
 
 def _commands(small_record_file: str, scratch: str) -> list[tuple[str, list[str]]]:
@@ -91,10 +92,7 @@ def main() -> None:
     args = parser.parse_args()
     with ExitStack() as stack:
         scratch = stack.enter_context(tempfile.TemporaryDirectory())
-        trees = {}
-        if args.compare:
-            trees[args.compare] = stack.enter_context(checkout(args.compare))
-        trees["now"] = (REPO_ROOT, dict(os.environ))
+        trees = revisions.trees(stack, args.compare)
         record_file = _small_record_file(scratch)
         print(f"| command | {' | '.join(f'{t} wall s | {t} CPU s' for t in trees)} |")
         print(f"| --- |{' --- | --- |' * len(trees)}")

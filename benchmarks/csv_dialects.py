@@ -30,7 +30,8 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from revisions import REPO_ROOT, checkout
+import revisions
+from revisions import REPO_ROOT
 
 _CHILD = """
 import json, resource, sys, time
@@ -127,14 +128,12 @@ def main() -> None:
         work = Path(args.work or stack.enter_context(tempfile.TemporaryDirectory()))
         print(f"Writing a {args.size_mb} MB CSV and its shapes in {work} ...", flush=True)
         shapes = _shapes(work / "data", args.size_mb * 10**6)
-        ref_env = stack.enter_context(checkout(args.compare))[1] if args.compare else None
+        trees = revisions.trees(stack, args.compare)
         results: dict[str, list[dict]] = {}
         for attempt in range(args.repeat):
-            if ref_env:
-                results.setdefault(f"plain ({args.compare})", []).append(
-                    _convert(shapes["plain"], work / "out", ref_env)
-                )
-            results.setdefault("plain", []).append(_convert(shapes["plain"], work / "out"))
+            for tree, (_, env) in trees.items():
+                name = "plain" if tree == "now" else f"plain ({tree})"
+                results.setdefault(name, []).append(_convert(shapes["plain"], work / "out", env))
             print(f"  plain, run {attempt + 1}/{args.repeat} done", flush=True)
         sizes = {name: sum(p.stat().st_size for p in f.iterdir()) for name, f in shapes.items()}
         for name in ("semicolon", "gzip", "zstd", "bz2"):

@@ -47,3 +47,13 @@ def checkout(ref: str) -> Iterator[tuple[Path, dict[str, str]]]:
                 cwd=REPO_ROOT,
                 capture_output=True,
             )
+
+
+def trees(stack: contextlib.ExitStack, compare: str | None) -> dict[str, tuple[Path, dict]]:
+    """The trees a before/after benchmark runs, by name: revision ``compare`` (checked out
+    until ``stack`` closes) when given, then this tree as ``now``; each (folder, environment)."""
+    found = {}
+    if compare:
+        found[compare] = stack.enter_context(checkout(compare))
+    found["now"] = (REPO_ROOT, dict(os.environ))
+    return found

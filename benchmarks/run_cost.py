@@ -26,7 +26,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from revisions import REPO_ROOT, checkout
+import revisions
 
 _COST_ROW = re.compile(r"^\s+(?:cost:\s+)?(\w+)\s+([\d.]+)\s+([\d.]+)", re.MULTILINE)
 
@@ -61,10 +61,7 @@ def main() -> None:
     args = parser.parse_args()
     with ExitStack() as stack:
         scratch = stack.enter_context(tempfile.TemporaryDirectory())
-        trees = {}
-        if args.compare:
-            trees[args.compare] = stack.enter_context(checkout(args.compare))
-        trees["now"] = (REPO_ROOT, dict(os.environ))
+        trees = revisions.trees(stack, args.compare)
         runs: dict[str, list[dict]] = {tree: [] for tree in trees}
         for i in range(args.repeat):
             for tree, (cwd, env) in trees.items():

@@ -134,7 +134,9 @@ def glob(pattern: str) -> list[str]:
     gfile = _gfile()
     scheme, _, path = pattern.partition("://")
     parts = path.split("/")
-    first = next((i for i, part in enumerate(parts) if _glob.has_magic(part)), len(parts))
+    first = next((i for i, part in enumerate(parts[:-1]) if _glob.has_magic(part)), None)
+    if first is None:  # wildcards in the last level at most: the plugin's own glob
+        return sorted(gfile.glob(pattern))
     folders = [f"{scheme}://{'/'.join(parts[:first])}"]
     # Folders are asked with a trailing slash: the plugin finds no bucket root without it.
     for part in parts[first:-1]:
@@ -145,8 +147,6 @@ def glob(pattern: str) -> list[str]:
             for name in (entry.rstrip("/") for entry in gfile.listdir(f"{folder}/"))
             if fnmatch.fnmatchcase(name, part) and gfile.isdir(f"{folder}/{name}/")
         ]
-    if first == len(parts):
-        return sorted(gfile.glob(pattern))
     return sorted(path for folder in folders for path in gfile.glob(f"{folder}/{parts[-1]}"))
 
 

@@ -54,18 +54,16 @@ def _write_shapes(root: Path) -> dict[str, str]:
         )
     (root / "exports" / "README.md").write_text("not data\n")
     shapes["a glob"] = str(root / "exports" / "*.csv")
-    (root / "semicolon").mkdir()
-    table.to_csv(root / "semicolon" / "iris.csv", index=False, sep=";")
-    shapes["a semicolon file"] = str(root / "semicolon")
-    (root / "tsv").mkdir()
-    table.to_csv(root / "tsv" / "iris.tsv", index=False, sep="\t")
-    shapes["a TSV"] = str(root / "tsv")
-    (root / "gz").mkdir()
-    table.to_csv(root / "gz" / "iris.csv.gz", index=False, compression="gzip")
-    shapes["a .csv.gz"] = str(root / "gz")
-    (root / "bom").mkdir()
-    table.to_csv(root / "bom" / "iris.csv", index=False, encoding="utf-8-sig")
-    shapes["a BOM file"] = str(root / "bom")
+    # One folder each, the table written as the shape asks.
+    for name, folder, file, options in (
+        ("a semicolon file", "semicolon", "iris.csv", {"sep": ";"}),
+        ("a TSV", "tsv", "iris.tsv", {"sep": "\t"}),
+        ("a .csv.gz", "gz", "iris.csv.gz", {"compression": "gzip"}),
+        ("a BOM file", "bom", "iris.csv", {"encoding": "utf-8-sig"}),
+    ):
+        (root / folder).mkdir()
+        table.to_csv(root / folder / file, index=False, **options)
+        shapes[name] = str(root / folder)
     hive = table.assign(day=np.where(np.arange(ROWS) < 1200, "2026-11-01", "2026-11-02"))
     pq.write_to_dataset(pa.Table.from_pandas(hive), root / "hive", partition_cols=["day"])
     (root / "hive" / "_SUCCESS").write_text("")  # as Spark leaves it: not data

@@ -133,15 +133,11 @@ def _refuse_unreadable(paths: list[str]) -> None:
 
 def _hive_files(root: str) -> list[str]:
     """Every file below the Hive levels of ``root``, side files and folders left out."""
-    prefix = len(root.rstrip("/")) + 1
-    found = [
-        path
-        for path in filesystem.walk_files(root)
-        if not any(map(files.is_side_file, path[prefix:].split("/")))
-    ]
+    root_parts = root.rstrip("/").split("/")
+    found = [path for path in filesystem.walk_files(root) if files.is_visible(root, path)]
     levels = {}
     for path in found:
-        folders = tuple(part.partition("=")[0] for part in path[prefix:].split("/")[:-1])
+        folders = tuple(part.partition("=")[0] for part in path.split("/")[len(root_parts) : -1])
         levels.setdefault(folders, path)
     if len(levels) > 1:
         (first, a), (second, b) = list(levels.items())[:2]

@@ -71,30 +71,6 @@ def read_chunks(stream, size: int) -> Iterator[bytes]:
         yield b"".join(buffer)
 
 
-def read_start(path: str, size: int) -> bytes:
-    """Returns up to ``size`` bytes from the start of a file's (decompressed) data.
-
-    A compressed file damaged further on gives what it holds before the damage
-    (the converter quarantines the rest).
-
-    Raises:
-      ValueError: if a compressed file's start does not decompress.
-    """
-    data = b""
-    try:
-        with open_data(path) as f:
-            while len(data) < size:
-                chunk = f.read(min(size - len(data), _READ_BYTES))
-                if not chunk:
-                    break
-                data += chunk
-    except OSError as e:
-        if not data or data_files.compression_of(path) is None:
-            codec = data_files.compression_of(path) or "plain"
-            raise ValueError(f"{path} cannot be read as a {codec} file: {e}") from None
-    return data
-
-
 class _Counted(io.RawIOBase):
     """A file read through, counting the bytes taken from it."""
 
@@ -111,19 +87,43 @@ class _Counted(io.RawIOBase):
         return len(data)
 
 
-def expansion(path: str, size: int) -> float:
-    """Bytes of data per stored byte over a file's first ``size`` bytes of data: 1.0 for a
-    plain file, about 4-10 for gzipped CSV (within the codec's read-ahead of the truth)."""
-    codec = data_files.compression_of(path)
-    if codec is None:
-        return 1.0
-    import pyarrow as pa
+def read_sample(path: str, size: int) -> tuple[bytes, float]:
+    """Returns up to ``size`` bytes from the start of a file's (decompressed) data, and its
+    expansion: bytes of data per stored byte (1.0 for a plain file; for a compressed one,
+    within the codec's read-ahead of the truth).
 
-    with filesystem.open_binary(path) as raw:
-        counted = _Counted(raw)
-        with pa.CompressedInputStream(counted, codec) as stream:
-            data = len(stream.read(size))
-    return data / max(counted.taken, 1)
+    A compressed file damaged further on gives what it holds before the damage
+    (the converter quarantines the rest).
+
+    Raises:
+      ValueError: if a compressed file's start does not decompress.
+    """
+    codec = data_files.compression_of(path)
+    data = b""
+    try:
+        with filesystem.open_binary(path) as raw:
+            counted = _Counted(raw)
+            if codec is None:
+                stream = counted
+            else:
+                import pyarrow as pa
+
+                stream = pa.CompressedInputStream(counted, codec)
+            with stream:
+                while len(data) < size:
+                    chunk = stream.read(min(size - len(data), _READ_BYTES))
+                    if not chunk:
+                        break
+                    data += chunk
+    except OSError as e:  # pyarrow's codec errors are OSErrors
+        if not data or codec is None:
+            raise ValueError(f"{path} cannot be read as a {codec or 'plain'} file: {e}") from None
+    return data, (len(data) / counted.taken if codec and counted.taken else 1.0)
+
+
+def read_start(path: str, size: int) -> bytes:
+    """Returns up to ``size`` bytes from the start of a file's data (``read_sample``)."""
+    return read_sample(path, size)[0]
 
 
 def strip_bom(data: bytes) -> bytes:
@@ -166,7 +166,7 @@ def sniff_delimiter(path: str, encoding: str = "utf-8") -> str:
     Raises:
       ValueError: if no candidate fits its first records, or two fit equally.
     """
-    if data_files.kind_of(path) == data_files.CSV and ".tsv" in path.lower().rsplit("/", 1)[-1]:
+    if data_files.is_tsv(path):
         return "\t"
     csv.field_size_limit(sys.maxsize)
     records = _records(path, encoding)

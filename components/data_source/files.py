@@ -53,6 +53,11 @@ def _bare_extension(name: str) -> str:
     return ext
 
 
+def is_tsv(name: str) -> bool:
+    """Whether a file is tab-separated by its name (``.tsv``, compressed or not)."""
+    return _bare_extension(name) == ".tsv"
+
+
 def is_side_file(name: str) -> bool:
     """Whether a file or folder name is one engines leave beside data (``_SUCCESS``, ``.crc``)."""
     name = posixpath.basename(name.rstrip("/"))
@@ -120,12 +125,12 @@ def matching(root: str, pattern: str) -> list[str]:
     side file's (``is_side_file``).
     """
     found = filesystem.glob(posixpath.join(root, pattern))
-    return [
-        path
-        for path in found
-        if not any(is_side_file(part) for part in _relative(root, path).split("/"))
-        and not filesystem.isdir(path)
-    ]
+    return [path for path in found if is_visible(root, path) and not filesystem.isdir(path)]
+
+
+def is_visible(root: str, path: str) -> bool:
+    """Whether neither ``path`` nor a folder between it and ``root`` is a side file's."""
+    return not any(map(is_side_file, _relative(root, path).split("/")))
 
 
 def _relative(root: str, path: str) -> str:

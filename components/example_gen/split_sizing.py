@@ -24,7 +24,7 @@ import math
 
 from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.data_source import IMAGES, PARQUET
-from tfrecord_pipelines.components.data_source.csv_dialect import expansion, read_start, strip_bom
+from tfrecord_pipelines.components.data_source.csv_dialect import read_sample, strip_bom
 from tfrecord_pipelines.components.data_source.files import compression_of
 from tfrecord_pipelines.components.example_gen.csv_blocks import split_records
 
@@ -122,13 +122,14 @@ def count_rows(source_format: str, files: list) -> tuple[int, bool]:
             except (pa.ArrowException, OSError):
                 continue  # the converter quarantines a file it cannot read, with its reason
         return total, True
-    ratios: dict[str | None, float] = {}
+    data, first_expansion = read_sample(files[0], _CSV_SAMPLE_BYTES)
+    ratios = {compression_of(files[0]): first_expansion}
     for path in files:
         codec = compression_of(path)
         if codec not in ratios:
-            ratios[codec] = expansion(path, _CSV_SAMPLE_BYTES)
+            ratios[codec] = read_sample(path, _CSV_SAMPLE_BYTES)[1]
     total_bytes = sum(filesystem.size(path) * ratios[compression_of(path)] for path in files)
-    data = strip_bom(read_start(files[0], _CSV_SAMPLE_BYTES))
+    data = strip_bom(data)
     records = [r for r in split_records(data, 1) if r.complete][1:]  # after the header
     if len(data) == _CSV_SAMPLE_BYTES and records:
         records.pop()  # the sample's end may cut the last row

@@ -16,7 +16,7 @@ def coverage_text(coverage, warm_started: bool = False) -> str:
     )
     if coverage.epochs < 1 and warm_started:
         text += ", warm-started from a model of the earlier spans"
-    elif coverage.epochs < 1:
+    elif coverage_warns(coverage, warm_started):
         text += (
             f"; WARNING: {100 * (1 - coverage.epochs):.0f}% of it was never seen "
             "(train longer: --epochs or more --train-steps)"
