@@ -34,7 +34,8 @@ from tfrecord_pipelines.components.keys import (
     STATISTICS_KEY,
     UPDATED_ANALYZER_CACHE_KEY,
 )
-from tfrecord_pipelines.components.spans.window import SPAN_PROPERTY, VERSION_PROPERTY, window_spans
+from tfrecord_pipelines.components.spans import choices
+from tfrecord_pipelines.components.spans.window import SPAN_PROPERTY, VERSION_PROPERTY
 
 WINDOW_RESOLVER = "span_window_resolver"
 PREVIOUS_SPAN_RESOLVER = "previous_span_resolver"
@@ -49,15 +50,17 @@ def _has_span(artifact: types.Artifact) -> bool:
     )
 
 
-def _span(artifact: types.Artifact) -> int:
-    """TFX's ExampleGen driver writes the span as a custom property; TFX's ExampleStatistics
-    (and ExampleGen's statistics output) carry it as a property."""
+def span_of(artifact: types.Artifact) -> int:
+    """A conversion's span: TFX's ExampleGen driver writes it as a custom property; TFX's
+    ExampleStatistics (and ExampleGen's statistics output) carry it as a property."""
     if artifact.has_custom_property(SPAN_PROPERTY):
         return artifact.get_int_custom_property(SPAN_PROPERTY)
     return artifact.span
 
 
-def _version(artifact: types.Artifact) -> int:
+def version_of(artifact: types.Artifact) -> int:
+    """A conversion's ``{VERSION}`` (TFX's driver writes it as a custom property); -1 when
+    its pattern has none."""
     if not artifact.has_custom_property(VERSION_PROPERTY):
         return -1
     return artifact.get_int_custom_property(VERSION_PROPERTY)
@@ -65,28 +68,30 @@ def _version(artifact: types.Artifact) -> int:
 
 class SpanWindowStrategy(ResolverStrategy):
     """Spans ``end - num_spans + 1`` to ``end`` of ``examples``: per span the highest version's
-    newest conversion, in span order."""
+    newest conversion, in span order (``choices.window_conversions``)."""
 
     def __init__(self, num_spans: int, end: int):
-        self._spans = window_spans(end, num_spans)
+        self._num_spans = num_spans
+        self._end = end
 
     def resolve_artifacts(self, store, input_dict: dict[str, list[types.Artifact]]):  # noqa: D102
-        newest: dict[int, types.Artifact] = {}
-        for artifact in input_dict.get(EXAMPLES_KEY, []):
-            # Only ExampleGen's own conversions: a materializing Transform's output is Examples too.
-            if not artifact.has_custom_property(SHARD_PLAN_KEY):
-                continue
-            span = _span(artifact)
-            if span not in self._spans:
-                continue
-            known = newest.get(span)
-            if known is None or (_version(artifact), artifact.id) > (_version(known), known.id):
-                newest[span] = artifact
-        return {EXAMPLES_KEY: [newest[span] for span in sorted(newest)]}
+        # Only ExampleGen's own conversions: a materializing Transform's output is Examples too.
+        found = [
+            _converted(a)
+            for a in input_dict.get(EXAMPLES_KEY, [])
+            if a.has_custom_property(SHARD_PLAN_KEY)
+        ]
+        window = choices.window_conversions(found, self._end, self._num_spans)
+        return {EXAMPLES_KEY: [c.item for c in window]}
+
+
+def _converted(artifact: types.Artifact) -> choices.Converted:
+    return choices.Converted(span_of(artifact), version_of(artifact), artifact.id, artifact)
 
 
 class PreviousSpanStrategy(ResolverStrategy):
-    """The newest artifact of the highest span before ``end`` (its highest version), or none."""
+    """The newest artifact of the highest span before ``end`` (its highest version), or none
+    (``choices.previous_conversion``)."""
 
     def __init__(self, end: int):
         self._end = end
@@ -94,9 +99,10 @@ class PreviousSpanStrategy(ResolverStrategy):
     def resolve_artifacts(self, store, input_dict: dict[str, list[types.Artifact]]):  # noqa: D102
         result = {}
         for key, found in input_dict.items():
-            earlier = [a for a in found if _has_span(a) and _span(a) < self._end]
-            earlier.sort(key=lambda a: (_span(a), _version(a), a.id))
-            result[key] = earlier[-1:]
+            previous = choices.previous_conversion(
+                [_converted(a) for a in found if _has_span(a)], self._end
+            )
+            result[key] = [previous.item] if previous else []
         return result
 
 
@@ -131,11 +137,11 @@ class LatestBeforeSpanStrategy(ResolverStrategy):
     def resolve_artifacts(self, store, input_dict: dict[str, list[types.Artifact]]):  # noqa: D102
         result = {}
         for key, found in input_dict.items():
-            newest_first = sorted(found, key=lambda a: a.id, reverse=True)
-            result[key] = next(
-                ([a] for a in newest_first if max(spans_read(store, a.id), default=-1) < self._end),
-                [],
-            )
+            trained = [
+                choices.Trained(frozenset(spans_read(store, a.id)), False, a.id, a) for a in found
+            ]
+            cache = choices.analyzer_cache(trained, self._end)
+            result[key] = [cache.item] if cache else []
         return result
 
 

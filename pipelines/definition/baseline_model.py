@@ -11,6 +11,7 @@ from tfx.types import standard_artifacts
 from tfx.types.channel import Channel
 
 from tfrecord_pipelines.components.keys import MODEL_BLESSING_KEY, MODEL_KEY
+from tfrecord_pipelines.components.spans import choices
 from tfrecord_pipelines.components.spans.resolvers import outputs_of, spans_read
 
 # The baseline Resolver's input of this run's model, which it never picks.
@@ -67,11 +68,15 @@ class LatestBlessedModelBeforeSpanStrategy(ResolverStrategy):
 
     def resolve_artifacts(self, store, input_dict: dict[str, list[types.Artifact]]):  # noqa: D102
         blessings = _blessed(input_dict.get(MODEL_BLESSING_KEY, []))
-        for model in sorted(input_dict.get(MODEL_KEY, []), key=lambda a: a.id, reverse=True):
-            if model.id in blessings and max(spans_read(store, model.id), default=-1) < self._end:
-                return {MODEL_KEY: [model], MODEL_BLESSING_KEY: [blessings[model.id]]}
-        # A Resolver's result has every key of its inputs.
-        return {MODEL_KEY: [], MODEL_BLESSING_KEY: []}
+        trained = [
+            choices.Trained(frozenset(spans_read(store, m.id)), m.id in blessings, m.id, m)
+            for m in input_dict.get(MODEL_KEY, [])
+        ]
+        base = choices.base_model(trained, self._end)
+        if base is None:
+            # A Resolver's result has every key of its inputs.
+            return {MODEL_KEY: [], MODEL_BLESSING_KEY: []}
+        return {MODEL_KEY: [base.item], MODEL_BLESSING_KEY: [blessings[base.item.id]]}
 
 
 def base_model_resolver(trainer_id: str, evaluator_id: str, end: int) -> Resolver:
