@@ -12,6 +12,7 @@ import fnmatch
 import glob as _glob
 import io
 import os
+import shutil
 
 
 def is_remote(path: str) -> bool:
@@ -35,8 +36,8 @@ def isdir(path: str) -> bool:
     only with a trailing slash)."""
     if not is_remote(path):
         return os.path.isdir(path)
-    gfile = _gfile()
-    return gfile.isdir(path) or gfile.isdir(f"{path.rstrip('/')}/")
+    # With the slash first: the plugin refuses a bucket's root without it.
+    return _gfile().isdir(f"{path.rstrip('/')}/")
 
 
 def exists(path: str) -> bool:
@@ -44,7 +45,7 @@ def exists(path: str) -> bool:
     which TensorFlow's modular GCS plugin answers only to ``isdir``)."""
     if not is_remote(path):
         return os.path.exists(path)
-    return _gfile().exists(path) or isdir(path)
+    return isdir(path) or _gfile().exists(path)
 
 
 def listdir(path: str) -> list[str]:
@@ -125,29 +126,40 @@ def open_text(path: str):
 def glob(pattern: str) -> list[str]:
     """Returns the paths matching a glob pattern, sorted.
 
-    In a bucket, folder levels with wildcards (``day=*/*.csv``) are matched one
-    level at a time: TensorFlow's modular GCS plugin matches wildcards in the
-    last level only (its glob of ``gs://b/day=*/*.csv`` is empty).
+    In a bucket, each level with wildcards is matched against its parent's
+    listing, one level at a time: TensorFlow's modular GCS plugin matches
+    wildcards in the last level only (its glob of ``gs://b/day=*/*.csv`` is
+    empty), and there only objects, not folders (``gs://b/day-*``).
     """
     if not is_remote(pattern):
         return sorted(_glob.glob(pattern))
     gfile = _gfile()
+    if pattern.endswith("/"):  # folders only, named with their slash
+        return [f"{path}/" for path in glob(pattern.rstrip("/")) if isdir(path)]
     scheme, _, path = pattern.partition("://")
     parts = path.split("/")
-    first = next((i for i, part in enumerate(parts[:-1]) if _glob.has_magic(part)), None)
-    if first is None:  # wildcards in the last level at most: the plugin's own glob
-        return sorted(gfile.glob(pattern))
-    folders = [f"{scheme}://{'/'.join(parts[:first])}"]
-    # Folders are asked with a trailing slash: the plugin finds no bucket root without it.
-    for part in parts[first:-1]:
-        folders = [
-            f"{folder}/{name}"
-            for folder in folders
-            if gfile.isdir(f"{folder}/")
-            for name in (entry.rstrip("/") for entry in gfile.listdir(f"{folder}/"))
-            if fnmatch.fnmatchcase(name, part) and gfile.isdir(f"{folder}/{name}/")
-        ]
-    return sorted(path for folder in folders for path in gfile.glob(f"{folder}/{parts[-1]}"))
+    first = next((i for i, part in enumerate(parts) if _glob.has_magic(part)), None)
+    if first is None:
+        return [pattern] if exists(pattern) else []
+    found = [f"{scheme}://{'/'.join(parts[:first])}"]
+    for level, part in enumerate(parts[first:], start=first):
+        last = level == len(parts) - 1
+        matched = []
+        for folder in found:
+            # Folders are asked with a trailing slash: the plugin finds no bucket root without it.
+            if not gfile.isdir(f"{folder}/"):
+                continue
+            if _glob.has_magic(part):
+                names = [e.rstrip("/") for e in gfile.listdir(f"{folder}/")]
+                names = [name for name in names if fnmatch.fnmatchcase(name, part)]
+            else:
+                names = [part]
+            for name in names:
+                candidate = f"{folder}/{name}"
+                if gfile.isdir(f"{candidate}/") or (last and gfile.exists(candidate)):
+                    matched.append(candidate)
+        found = matched
+    return sorted(found)
 
 
 def walk_files(folder: str) -> list[str]:
@@ -159,3 +171,58 @@ def walk_files(folder: str) -> list[str]:
 def size(path: str) -> int:
     """Returns the bytes in file ``path``."""
     return _gfile().stat(path).length if is_remote(path) else os.path.getsize(path)
+
+
+_OBJECT_STORES = ("gs://", "s3://", "minio://")
+
+
+def is_object_store(path: str) -> bool:
+    """Whether ``path`` is in an object store (a bucket), where folders are only the prefixes
+    of their objects' names."""
+    return path.startswith(_OBJECT_STORES)
+
+
+def make_folder(path: str) -> None:
+    """Creates folder ``path`` and its parents; in an object store nothing (TensorFlow's GCS
+    plugin would write an empty placeholder object, which GCS does not need and
+    fake-gcs-server refuses: its XML ``PUT`` of ``name/``)."""
+    if not is_remote(path):
+        os.makedirs(path, exist_ok=True)
+    elif not is_object_store(path):
+        _gfile().makedirs(path)
+
+
+def copy_tree(source: str, destination: str, last: tuple[str, ...] = ()) -> None:
+    """Copies folder ``source`` into ``destination``, the files named in ``last`` after all
+    the others (a model loader waits for ``saved_model.pb``)."""
+    import tensorflow as tf
+
+    walk = _gfile().walk(source) if is_remote(source) else os.walk(source)
+    prefix = source.rstrip("/") + "/"
+    files = []
+    for root, _, names in walk:
+        below = f"{root.rstrip('/')}/"[len(prefix) :]
+        make_folder(os.path.join(destination, below))
+        files += [below + name for name in names]
+    for relative in sorted(files, key=lambda f: (os.path.basename(f) in last, f)):
+        tf.io.gfile.copy(prefix + relative, os.path.join(destination, relative), overwrite=True)
+
+
+def remove_tree(path: str) -> None:
+    """Deletes folder ``path`` and everything under it, if it is there."""
+    if not is_remote(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif isdir(path):
+        _gfile().rmtree(path)
+
+
+def move_tree(source: str, destination: str) -> None:
+    """Renames folder ``source`` to ``destination``; in an object store, which renames
+    objects one by one, copies them and then deletes the source."""
+    if not is_remote(source):
+        os.rename(source, destination)
+    elif not is_object_store(source):
+        _gfile().rename(source, destination)
+    else:
+        copy_tree(source, destination)
+        remove_tree(source)

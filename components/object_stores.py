@@ -11,6 +11,12 @@ with any of them unset, the first ``gs://`` call dies of a segmentation
 fault (a null pointer in ``GCSFileSystemImplementation``'s constructor, seen
 with gdb). ``configure`` gives them their values when an emulator is named.
 
+The plugin also globs wildcards in the last level only, and there only
+objects, not folders: TFX's ExampleGen driver's glob of
+``gs://b/events/day-*/*.csv`` finds nothing. ``configure`` registers, for
+``gs://`` in TFX's file system registry, TFX's TensorFlow file system with the
+project's glob (``filesystem.glob``, level by level).
+
 Call it before TensorFlow is imported (the command line and the Kubeflow
 entry point do); worker processes inherit the variables.
 """
@@ -51,3 +57,46 @@ def configure() -> None:
     os.environ["TF_USE_MODULAR_FILESYSTEM"] = "1"
     for name, value in _PLUGIN_SETTINGS.items():
         os.environ.setdefault(name, value)
+    _register_glob_for_tfx()
+
+
+def _register_glob_for_tfx() -> None:
+    """Gives TFX's file system calls on ``gs://`` the project's glob, the rest TensorFlow's."""
+    # Imported here: the command line imports this module before anything slow.
+    from tfx.dsl.io import filesystem as tfx_filesystem
+    from tfx.dsl.io import filesystem_registry
+
+    from tfrecord_pipelines.components import filesystem
+
+    class EmulatedGcsFilesystem(tfx_filesystem.Filesystem):
+        """TFX's TensorFlow file system for ``gs://``, globbing level by level."""
+
+        SUPPORTED_SCHEMES = ["gs://"]
+        glob = staticmethod(filesystem.glob)
+        open = _tensorflows("open")
+        copy = _tensorflows("copy")
+        exists = _tensorflows("exists")
+        isdir = _tensorflows("isdir")
+        listdir = _tensorflows("listdir")
+        makedirs = _tensorflows("makedirs")
+        mkdir = _tensorflows("mkdir")
+        remove = _tensorflows("remove")
+        rename = _tensorflows("rename")
+        rmtree = _tensorflows("rmtree")
+        stat = _tensorflows("stat")
+        walk = _tensorflows("walk")
+
+    # Preferred over TFX's own registration of TensorFlow's (priority 10).
+    filesystem_registry.DEFAULT_FILESYSTEM_REGISTRY.register(EmulatedGcsFilesystem, priority=5)
+
+
+def _tensorflows(name: str):
+    """TFX's TensorFlow file system's ``name``, imported on first use: it imports TensorFlow,
+    which must see ``configure``'s variables first."""
+
+    def call(*args, **kwargs):
+        from tfx.dsl.io.plugins.tensorflow_gfile import TensorflowFilesystem
+
+        return getattr(TensorflowFilesystem, name)(*args, **kwargs)
+
+    return staticmethod(call)

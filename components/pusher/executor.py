@@ -20,11 +20,11 @@ from typing import Any
 from absl import logging
 from tfx import types
 from tfx.components.pusher import executor as pusher_executor
-from tfx.dsl.io import fileio
 from tfx.proto import pusher_pb2
 from tfx.types import artifact_utils, standard_component_specs
-from tfx.utils import io_utils, json_utils, proto_utils
+from tfx.utils import json_utils, proto_utils
 
+from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.keys import (
     BLOCKED_PROPERTY,
     DRIFT_KEY,
@@ -52,7 +52,7 @@ def _filesystem_destination(exec_properties: dict[str, Any]) -> str:
 def _free_version(base_directory: str) -> str:
     """A UNIX-time version (TFX's default) that no pushed or staged model holds yet."""
     version = int(time.time())
-    while fileio.exists(os.path.join(base_directory, str(version))) or fileio.exists(
+    while filesystem.exists(os.path.join(base_directory, str(version))) or filesystem.exists(
         os.path.join(base_directory, f"{STAGED_PREFIX}{version}")
     ):
         version += 1
@@ -61,10 +61,7 @@ def _free_version(base_directory: str) -> str:
 
 def copy_model(model_path: str, destination: str) -> None:
     """Copies a SavedModel folder, ``saved_model.pb`` last (loaders wait for that file)."""
-    io_utils.copy_dir(model_path, destination, deny_regex_patterns=[r"saved_model\.pb"])
-    saved_model = os.path.join(model_path, _SAVED_MODEL_PB)
-    if fileio.exists(saved_model):
-        io_utils.copy_file(saved_model, os.path.join(destination, _SAVED_MODEL_PB))
+    filesystem.copy_tree(model_path, destination, last=(_SAVED_MODEL_PB,))
 
 
 def _drifted(input_dict: dict[str, list[types.Artifact]]) -> str:
@@ -108,11 +105,11 @@ class Executor(pusher_executor.Executor):
         serving_path = os.path.join(base_directory, version)
         staged_path = os.path.join(base_directory, f"{STAGED_PREFIX}{version}")
         copy_model(model_path, staged_path)
-        io_utils.copy_dir(model_path, model_push.uri)
+        filesystem.copy_tree(model_path, model_push.uri)
         self._MarkPushed(model_push, pushed_destination=serving_path, pushed_version=version)
         if custom_config.get(PUBLISH_KEY) == PUBLISH_AFTER_METADATA:
             model_push.set_string_custom_property(STAGED_PATH_PROPERTY, staged_path)
             logging.info("Model staged at %s until the push is recorded.", staged_path)
             return
-        fileio.rename(staged_path, serving_path)
+        filesystem.move_tree(staged_path, serving_path)
         logging.info("Model pushed to %s.", serving_path)
