@@ -85,3 +85,16 @@ SCHEMA_DIGEST_KEY = "schema_digest"
 REPORT_KEY = "report"
 PIPELINE_NAME_KEY = "pipeline_name"
 IMAGES_KEY = "images"
+
+# SpanWindow and RecordRun (Kubeflow's daily state): the state's folder, the window's length in
+# spans and the data's span pattern; the window's examples (its other outputs have TFX's names).
+STATE_DIR_KEY = "state_dir"
+NUM_SPANS_KEY = "num_spans"
+DATA_PATTERN_KEY = "data_pattern"
+WINDOW_KEY = "window"
+# An artifact that stands for others (0 or more, TFX's JSON of each): Kubeflow's backend hands
+# a task one artifact per input, and the entry point puts these in its place.
+MEMBERS_PROPERTY = "members"
+# On a conversion's Examples on Kubeflow: a digest of ExampleGen's settings and schema, which a
+# re-run of the day must match to reuse the conversion from the daily state.
+CONVERSION_KEY_PROPERTY = "conversion_key"

@@ -89,6 +89,11 @@ class SpanPattern:
             raise ValueError(f"{where}: {{VERSION}} needs a {{SPAN}} or date specs beside it.")
 
     @property
+    def path(self) -> str:
+        """The data path it was split from (``split_data_path`` gives it back)."""
+        return f"{self.base.rstrip('/')}/{self.folder}"
+
+    @property
     def is_dated(self) -> bool:
         """Whether spans are days named by date specs."""
         return DATE_SPECS[0] in self.folder

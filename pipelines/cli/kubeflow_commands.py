@@ -19,6 +19,7 @@ from tfrecord_pipelines.cli.task_arguments import (
 )
 from tfrecord_pipelines.cli.usage import UsageError
 from tfrecord_pipelines.components.example_gen.spark.session import KUBERNETES_IMAGE_CONF
+from tfrecord_pipelines.components.spans.daily_state import default_state_dir
 
 # Where docker/Dockerfile installs the project's schemas/ folder.
 IMAGE_SCHEMAS_DIR = "/app/schemas"
@@ -155,6 +156,12 @@ def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
         help="where pods push blessed models (default: /pipeline/serving_model/<name>)",
     )
     parser.add_argument(
+        "--state-dir",
+        help="with --window: the folder where runs record the spans they converted and the "
+        "models they trained, for the next run's window, drift check and warm start "
+        "(default: daily-state/<name> beside --serving-dir)",
+    )
+    parser.add_argument(
         "--serving-pvc",
         default=DEFAULT_SERVING_PVC,
         help="PersistentVolumeClaim the Pusher mounts at a local --serving-dir's parent; "
@@ -223,6 +230,8 @@ def run_compile(args: argparse.Namespace) -> str:
     """Writes the compiled spec; returns its path."""
     if args.output and not args.output.endswith((".yaml", ".yml")):
         raise UsageError(f"--output {args.output} must end in .yaml or .yml.")
+    if args.state_dir and not args.window:
+        raise UsageError("--state-dir keeps a window's state: give --window N with it.")
     config = _in_image_paths(config_from_args(args, serving_dir=args.serving_dir))
     from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
 
@@ -239,6 +248,10 @@ def run_compile(args: argparse.Namespace) -> str:
     config = _spark_executors_in_the_image(config, args.image or kubeflow_runner.DEFAULT_IMAGE)
     placements = _placements(args, trainer_placement, config.serving_dir)
     output = args.output or os.path.join("output", "kubeflow", f"{config.name}.yaml")
+    state_dir = None
+    if config.window:
+        state_dir = args.state_dir or default_state_dir(config.serving_dir, config.name)
+        print(f"Daily state (the window's spans, the models for warm starts): {state_dir}")
     check_writable(os.path.dirname(os.path.abspath(output)))
     kubeflow_runner.compile_for_kubeflow(
         config,
@@ -250,6 +263,7 @@ def run_compile(args: argparse.Namespace) -> str:
         trainer_resources=resources,
         placements=placements,
         enable_cache=not args.no_cache,
+        state_dir=state_dir,
     )
     print(f"Wrote Kubeflow Pipelines v2 spec for {config.name!r} to {os.path.abspath(output)}")
     if "://" not in config.source.root:

@@ -106,13 +106,15 @@ def _add_span_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="with spans in --data: train on this span and the N-1 before it; each span is "
-        "converted and analyzed once, by the first run whose window holds it (local runs)",
+        "converted and analyzed once; a local run converts the window's earlier spans first, "
+        "a Kubeflow run reads them from --state-dir",
     )
     group.add_argument(
         "--warm-start",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="with spans in --data (local runs): start training from the latest blessed model "
+        help="with spans in --data (Kubeflow: with --window): start training from the latest "
+        "blessed model "
         "of earlier spans when its inputs and vocabularies are this model's, for the new data's "
         "share of the steps (default); --no-warm-start trains from scratch",
     )

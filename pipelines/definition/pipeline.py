@@ -24,17 +24,19 @@ Transform writes them for it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ml_metadata.proto import metadata_store_pb2
 from tfx.components import ExampleValidator, SchemaGen
 from tfx.dsl.components.base.base_node import BaseNode
-from tfx.dsl.components.common.resolver import Resolver
 from tfx.orchestration.data_types import RuntimeParameter
 from tfx.orchestration.pipeline import Pipeline
 
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.curated_schema import CuratedSchemaGen
+from tfrecord_pipelines.components.daily.component import RecordRun, SpanWindow
 from tfrecord_pipelines.components.drift.component import DriftCheck
 from tfrecord_pipelines.components.example_gen import ShardedExampleGen
 from tfrecord_pipelines.components.spans.resolvers import (
@@ -58,15 +60,8 @@ EVALUATOR_ID = "Evaluator"
 PUSHER_ID = "Pusher"
 DRIFT_CHECK_ID = "DriftCheck"
 EXAMPLE_VALIDATOR_ID = "ExampleValidator"
-
-
-def _window(config: PipelineConfig, example_gen: ShardedExampleGen) -> Resolver | None:
-    """The Resolver of the window's spans for Transform and the Trainer, with ``window``."""
-    if not config.window:
-        return None
-    if config.span is None:
-        raise ValueError("A window of spans needs its last span: set config.span.")
-    return span_window_resolver(example_gen, config.window, config.span)
+SPAN_WINDOW_ID = "SpanWindow"
+RECORD_RUN_ID = "RecordRun"
 
 
 def _ingest(config: PipelineConfig, span) -> tuple:
@@ -109,27 +104,84 @@ def create_backfill_pipeline(
     )
 
 
-def _base_model(config: PipelineConfig) -> Resolver | None:
-    """For data in spans: the Resolver of the Trainer's warm-start model (local runs only)."""
-    if not (config.warm_start and config.source.spans and config.span is not None):
-        return None
-    return base_model_resolver(TRAINER_ID, EVALUATOR_ID, config.span)
+@dataclasses.dataclass(frozen=True)
+class _Earlier:
+    """What a run builds on from earlier runs, and the nodes that find it.
+
+    Attributes:
+      nodes: the Resolvers (local runs) or SpanWindow (Kubeflow).
+      examples: what Transform and the Trainer read: the window's conversions,
+        or ExampleGen's own.
+      windowed: whether ``examples`` is a window of spans.
+      analyzer_cache: Transform's analyzer cache of earlier spans, or None (off).
+      base_model: the Trainer's warm-start model, or None.
+      previous_statistics: the previous span's statistics for DriftCheck, or
+        None: no drift check.
+      span_window: SpanWindow, whose window RecordRun records, or None.
+    """
+
+    nodes: tuple[BaseNode, ...] = ()
+    examples: Any = None
+    windowed: bool = False
+    analyzer_cache: Any = None
+    base_model: Any = None
+    previous_statistics: Any = None
+    span_window: SpanWindow | None = None
 
 
-def _drift_check(config: PipelineConfig, statistics, schema_gen) -> tuple | None:
-    """For data in spans: the previous span's statistics' Resolver and the DriftCheck of this
-    span against them (a Resolver: local runs only)."""
-    if not config.source.spans or config.span is None:
-        return None
-    previous = previous_span_statistics_resolver(EXAMPLE_GEN_ID, config.span)
-    check = DriftCheck(
-        statistics=statistics,
-        previous_statistics=previous.outputs[keys.STATISTICS_KEY],
-        schema=schema_gen.outputs[keys.SCHEMA_KEY],
-        max_js=config.drift.max_js,
-        max_linf=config.drift.max_linf,
-    ).with_id(DRIFT_CHECK_ID)
-    return previous, check
+def _from_resolvers(
+    config: PipelineConfig, example_gen: ShardedExampleGen, compare_to_latest_blessed: bool
+) -> _Earlier:
+    """A local run's: TFX Resolvers over ML Metadata (``spans.resolvers``)."""
+    in_spans = bool(config.source.spans) and config.span is not None
+    nodes, examples, cache = [], example_gen.outputs[keys.EXAMPLES_KEY], None
+    if config.window:
+        if config.span is None:
+            raise ValueError("A window of spans needs its last span: set config.span.")
+        window = span_window_resolver(example_gen, config.window, config.span)
+        cache = analyzer_cache_resolver(TRANSFORM_ID, config.span)
+        nodes += [window, cache]
+        examples = window.outputs[keys.EXAMPLES_KEY]
+    base_model = previous = None
+    if compare_to_latest_blessed and in_spans and config.warm_start:
+        warm_start = base_model_resolver(TRAINER_ID, EVALUATOR_ID, config.span)
+        nodes.append(warm_start)
+        base_model = warm_start.outputs[keys.MODEL_KEY]
+    if compare_to_latest_blessed and in_spans:
+        resolver = previous_span_statistics_resolver(EXAMPLE_GEN_ID, config.span)
+        nodes.append(resolver)
+        previous = resolver.outputs[keys.STATISTICS_KEY]
+    return _Earlier(
+        nodes=tuple(nodes),
+        examples=examples,
+        windowed=bool(config.window),
+        analyzer_cache=cache.outputs[CACHE_KEY] if cache else None,
+        base_model=base_model,
+        previous_statistics=previous,
+    )
+
+
+def _from_daily_state(
+    config: PipelineConfig, example_gen: ShardedExampleGen, state_dir: str
+) -> _Earlier:
+    """A Kubeflow run's: SpanWindow over the daily state in ``state_dir``."""
+    window = SpanWindow(
+        examples=example_gen.outputs[keys.EXAMPLES_KEY],
+        statistics=example_gen.outputs[keys.STATISTICS_KEY],
+        quarantine=example_gen.outputs[keys.QUARANTINE_KEY],
+        state_dir=state_dir,
+        window=config.window,
+        data_pattern=config.source.spans.path,
+    ).with_id(SPAN_WINDOW_ID)
+    return _Earlier(
+        nodes=(window,),
+        examples=window.outputs[keys.WINDOW_KEY],
+        windowed=True,
+        analyzer_cache=window.outputs[keys.ANALYZER_CACHE_KEY],
+        base_model=window.outputs[keys.BASE_MODEL_KEY] if config.warm_start else None,
+        previous_statistics=window.outputs[keys.PREVIOUS_STATISTICS_KEY],
+        span_window=window,
+    )
 
 
 def create_pipeline(
@@ -142,6 +194,7 @@ def create_pipeline(
     metadata_connection_config: metadata_store_pb2.ConnectionConfig | None = None,
     beam_pipeline_args: Sequence[str] = (),
     requested_span: RuntimeParameter | None = None,
+    state_dir: str | None = None,
     last_task: Callable[[dict[str, BaseNode]], BaseNode] | None = None,
 ) -> Pipeline:
     """Builds the pipeline.
@@ -165,6 +218,8 @@ def create_pipeline(
       requested_span: data in spans: the span ExampleGen converts, as a
         run-time parameter each run fills (Kubeflow: a recurring run's
         schedule); None: ``config.span``.
+      state_dir: a window of spans on Kubeflow: the daily state's folder, which
+        SpanWindow and RecordRun keep in place of the Resolvers (local runs: None).
       last_task: builds a task that follows every other, from the components
         by id (Kubeflow's report task); None: no such task.
 
@@ -175,37 +230,38 @@ def create_pipeline(
         config, config.span if requested_span is None else requested_span
     )
     statistics = example_gen.outputs[keys.STATISTICS_KEY]
-    window = _window(config, example_gen)
-    examples = (
-        window.outputs[keys.EXAMPLES_KEY] if window else example_gen.outputs[keys.EXAMPLES_KEY]
+    earlier = (
+        _from_daily_state(config, example_gen, state_dir)
+        if state_dir
+        else _from_resolvers(config, example_gen, compare_to_latest_blessed)
     )
     schema_gen = curated_schema or SchemaGen(statistics=statistics, infer_feature_shape=True)
     example_validator = ExampleValidator(
         statistics=statistics, schema=schema_gen.outputs[keys.SCHEMA_KEY]
     ).with_id(EXAMPLE_VALIDATOR_ID)
     materialize = nodes.materializes(config.module_file, config.source)
-    cache = analyzer_cache_resolver(TRANSFORM_ID, config.span) if window else None
     transform = nodes.transform(
         config.task,
-        examples=examples,
+        examples=earlier.examples,
         schema=schema_gen.outputs[keys.SCHEMA_KEY],
         # The built-in preprocessing_fn takes its analyzers' results from ExampleGen's
         # statistics where they are exact; a window's spans each have their own.
-        statistics=None if window else statistics,
-        analyzer_cache=cache.outputs[CACHE_KEY] if cache else None,
+        statistics=None if earlier.windowed else statistics,
+        analyzer_cache=earlier.analyzer_cache,
         materialize=materialize,
         module_file=config.module_file,
     ).with_id(TRANSFORM_ID)
-    warm_start = _base_model(config) if compare_to_latest_blessed else None
     trainer = nodes.trainer(
         config.task,
         config.training,
-        examples=(transform.outputs[keys.TRANSFORMED_EXAMPLES_KEY] if materialize else examples),
+        examples=(
+            transform.outputs[keys.TRANSFORMED_EXAMPLES_KEY] if materialize else earlier.examples
+        ),
         transform_graph=transform.outputs[keys.TRANSFORM_GRAPH_KEY],
         schema=schema_gen.outputs[keys.SCHEMA_KEY],
         steps=config.train_steps,
         eval_steps=config.eval_steps,
-        base_model=warm_start.outputs[keys.MODEL_KEY] if warm_start else None,
+        base_model=earlier.base_model,
         materialized=materialize,
         module_file=config.module_file,
     ).with_id(TRAINER_ID)
@@ -213,8 +269,7 @@ def create_pipeline(
         example_gen,
         schema_gen,
         example_validator,
-        *([window, cache] if window else []),
-        *([warm_start] if warm_start else []),
+        *earlier.nodes,
         transform,
         trainer,
     ]
@@ -232,18 +287,35 @@ def create_pipeline(
         baseline_model=baseline_model,
         module_file=config.module_file,
     ).with_id(EVALUATOR_ID)
-    drift = _drift_check(config, statistics, schema_gen) if compare_to_latest_blessed else None
-    if drift:
-        components += list(drift)
+    drift_check = None
+    if earlier.previous_statistics is not None:
+        drift_check = DriftCheck(
+            statistics=statistics,
+            previous_statistics=earlier.previous_statistics,
+            schema=schema_gen.outputs[keys.SCHEMA_KEY],
+            max_js=config.drift.max_js,
+            max_linf=config.drift.max_linf,
+        ).with_id(DRIFT_CHECK_ID)
+        components.append(drift_check)
     pusher = nodes.pusher(
         config.serving_dir,
         model=trainer.outputs[keys.MODEL_KEY],
         blessing=evaluator.outputs[keys.BLESSING_KEY],
-        drift=drift[1].outputs[keys.ANOMALIES_KEY] if drift else None,
+        drift=drift_check.outputs[keys.ANOMALIES_KEY] if drift_check else None,
         on_drift=config.drift.on_drift,
         publish_after_metadata=publish_after_metadata,
     ).with_id(PUSHER_ID)
     components += [evaluator, pusher]
+    if earlier.span_window:
+        components.append(
+            RecordRun(
+                examples=earlier.examples,
+                model=trainer.outputs[keys.MODEL_KEY],
+                blessing=evaluator.outputs[keys.BLESSING_KEY],
+                state_dir=state_dir,
+                analyzer_cache=transform.outputs[keys.UPDATED_ANALYZER_CACHE_KEY],
+            ).with_id(RECORD_RUN_ID)
+        )
     if last_task is not None:
         # Built before the Pipeline: TFX accepts only the nodes that exist when it is.
         components.append(last_task({c.id: c for c in components}))

@@ -26,6 +26,13 @@ entry point in the same process:
   URIs are pointed at the local paths while the executor runs, and the
   executor output names the remote URIs again, as the launcher records them.
   ``gs://`` stays remote: TensorFlow reads and writes it directly.
+- The backend hands a task one artifact per input. SpanWindow's outputs
+  (a window of spans, and an earlier run's statistics, model or analyzer
+  cache, each of which may be none) stand for 0 or more artifacts
+  (``keys.MEMBERS_PROPERTY``): the task that reads one gets those artifacts.
+- In the daily pipeline, ExampleGen's entry point gets the daily state
+  (``--daily_state_dir``): a span whose files and settings an earlier run
+  converted is handed on, not converted again (``conversion_reuse``).
 - The ``executor-logs`` output that the driver adds for published logs is
   hidden from TFX, which cannot import its ``system.Artifact`` type.
 """
@@ -33,6 +40,7 @@ entry point in the same process:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -41,7 +49,8 @@ import yaml
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from tfrecord_pipelines.components import object_stores
+from tfrecord_pipelines.components import keys, object_stores
+from tfrecord_pipelines.kubeflow import conversion_reuse
 
 # Remote URI prefix -> local path prefix, as KFP's launcher maps them
 # (backend/src/v2/component/launcher_v2.go, LocalPathForURI).
@@ -50,6 +59,8 @@ _INPUT_BASE_KEY = "input_base"
 # The output the KFP driver adds when it publishes logs (driver provisionOutputs);
 # it is typed system.Artifact, which TFX cannot import.
 _LAUNCHER_LOG_OUTPUT = "executor-logs"
+# The flag naming the daily state to ExampleGen's entry point (``runner``).
+DAILY_STATE_FLAG = "daily_state_dir"
 # The custom property TFX's Kubeflow V2 runner gives every output artifact.
 _TFX_VERSION = "tfx_version"
 
@@ -130,6 +141,32 @@ def repair_executor_input(
             artifact.type.Clear()
             artifact.type.schema_title = class_path
     return repaired
+
+
+def expand_members(executor_input: pipeline_spec_pb2.ExecutorInput) -> None:
+    """Puts in place of each input artifact that stands for others those artifacts, in place."""
+    from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils
+    from tfx.types.artifact import Artifact
+
+    for artifact_list in executor_input.inputs.artifacts.values():
+        references = [
+            a for a in artifact_list.artifacts if keys.MEMBERS_PROPERTY in a.metadata.fields
+        ]
+        if not references:
+            continue
+        expanded = []
+        for reference in references:
+            for member_json in json.loads(
+                reference.metadata.fields[keys.MEMBERS_PROPERTY].string_value
+            ):
+                member = Artifact.from_json_dict(member_json)
+                runtime = kubeflow_v2_entrypoint_utils.to_runtime_artifact(
+                    member, {member.id: f"{reference.name}/{len(expanded)}"}
+                )
+                runtime.type.CopyFrom(reference.type)
+                expanded.append(runtime)
+        del artifact_list.artifacts[:]
+        artifact_list.artifacts.extend(expanded)
 
 
 def localize_artifact_uris(executor_input: pipeline_spec_pb2.ExecutorInput) -> dict[str, str]:
@@ -282,6 +319,8 @@ def _parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--executor_class_path", required=True)
     parser.add_argument("--json_serialized_invocation_args", required=True)
     parser.add_argument("--json_serialized_inputs_spec_args")
+    # The daily pipeline's ExampleGen: where a re-run of a day finds the day's conversion.
+    parser.add_argument(f"--{DAILY_STATE_FLAG}")
     return parser.parse_known_args(list(argv[1:]))
 
 
@@ -309,10 +348,22 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
     executor_input = repair_executor_input(
         executor_input, inputs_spec, project_artifact_class_paths()
     )
+    expand_members(executor_input)
     local_to_remote = localize_artifact_uris(executor_input)
     _make_local_output_dirs(executor_input)
     if _is_file_based_example_gen(args.executor_class_path, executor_input):
         _run_example_gen_driver(executor_input, args.json_serialized_inputs_spec_args)
+        state_dir = getattr(args, DAILY_STATE_FLAG)
+        if state_dir:
+            conversion_reuse.mark(executor_input)
+            record = conversion_reuse.find(state_dir, executor_input)
+            if record is not None:
+                conversion_reuse.reuse(record, executor_input)
+                print(
+                    "This span's files and settings were converted by an earlier run: reusing "
+                    f"{record[keys.EXAMPLES_KEY]['artifact']['uri']}"
+                )
+                return
 
     repaired_args = argparse.Namespace(
         **{

@@ -13,7 +13,13 @@ from tfx.orchestration.data_types import RuntimeParameter
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from tfrecord_pipelines.definition.config import PipelineConfig
-from tfrecord_pipelines.definition.pipeline import TRAINER_ID, create_pipeline
+from tfrecord_pipelines.definition.pipeline import (
+    EXAMPLE_GEN_ID,
+    SPAN_WINDOW_ID,
+    TRAINER_ID,
+    create_pipeline,
+)
+from tfrecord_pipelines.kubeflow.kfp_executor import DAILY_STATE_FLAG
 from tfrecord_pipelines.kubeflow.platform_spec import TaskPlacement, checked_document
 from tfrecord_pipelines.kubeflow.schedule import LATEST_SPAN, SPAN_PARAMETER
 from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
@@ -57,6 +63,27 @@ def _default_span(output_file: str, default: str) -> None:
         f.write(yaml.safe_dump(spec, sort_keys=False))
 
 
+def _never_cached(output_file: str, task: str) -> None:
+    """Turns KFP's caching off for ``task``: its result depends on more than its inputs."""
+    with fileio.open(output_file) as f:
+        spec = yaml.safe_load(f.read())
+    spec["root"]["dag"]["tasks"][task]["cachingOptions"] = {"enableCache": False}
+    with fileio.open(output_file, "w") as f:
+        f.write(yaml.safe_dump(spec, sort_keys=False))
+
+
+def _with_daily_state(output_file: str, state_dir: str) -> None:
+    """Tells ExampleGen's entry point the daily state, where it finds a day's conversion."""
+    with fileio.open(output_file) as f:
+        spec = yaml.safe_load(f.read())
+    component = spec["root"]["dag"]["tasks"][EXAMPLE_GEN_ID]["componentRef"]["name"]
+    label = spec["components"][component]["executorLabel"]
+    container = spec["deploymentSpec"]["executors"][label]["container"]
+    container["args"] += [f"--{DAILY_STATE_FLAG}", state_dir]
+    with fileio.open(output_file, "w") as f:
+        f.write(yaml.safe_dump(spec, sort_keys=False))
+
+
 def compile_for_kubeflow(
     config: PipelineConfig,
     output_file: str,
@@ -65,6 +92,7 @@ def compile_for_kubeflow(
     trainer_resources: TrainerResources | None = None,
     placements: Mapping[str, TaskPlacement] | None = None,
     enable_cache: bool = True,
+    state_dir: str | None = None,
 ) -> str:
     """Writes the pipeline as a KFP v2 YAML file: PipelineSpec, then PlatformSpec.
 
@@ -73,7 +101,10 @@ def compile_for_kubeflow(
     express (node selectors, tolerations, volume mounts), keyed by executor label.
     The build has no Resolver node: KFP's open-source backend does not
     implement it, so the Evaluator has no baseline and applies only its value
-    thresholds. Its last task, the Reporter, writes the run report as a
+    thresholds. A window of spans (``config.window``) comes from the daily
+    state in ``state_dir`` instead (SpanWindow, RecordRun), with the drift
+    check and the warm start; SpanWindow is never cached, as what it reads
+    changes from run to run. Its last task, the Reporter, writes the run report as a
     ``system.HTML`` output.
 
     Args:
@@ -87,21 +118,22 @@ def compile_for_kubeflow(
       placements: node selectors, tolerations and volumes by component id.
       enable_cache: every task's ``cachingOptions.enableCache``: KFP reuses a
         task's earlier outputs when its image, command, inputs and parameters match.
+      state_dir: with a window of spans: the daily state's folder, which the
+        pods read and write (a bucket URI on a cluster).
 
     Returns:
       output_file.
 
     Raises:
       ValueError: if output_file does not end in .yaml or .yml, or the config
-        asks for a window of spans.
+        asks for a window of spans without a state_dir.
     """
     if not output_file.endswith((".yaml", ".yml")):
         raise ValueError(f"Output {output_file!r} must end in .yaml or .yml.")
-    if config.window:
+    if config.window and not state_dir:
         raise ValueError(
-            f"window {config.window}: a window of spans is resolved from ML Metadata by TFX's "
-            "Resolver, which Kubeflow Pipelines' open-source backend does not run; run it "
-            "locally (run --window), or compile one span per run."
+            f"window {config.window}: a window of spans on Kubeflow keeps its state in a "
+            "folder the pods reach: give state_dir."
         )
     with _module_file_by_path():
         pipeline = create_pipeline(
@@ -110,6 +142,7 @@ def compile_for_kubeflow(
             compare_to_latest_blessed=False,
             enable_cache=enable_cache,
             requested_span=_span_parameter(config),
+            state_dir=state_dir if config.window else None,
             # KFP runs nothing after a run: its last task writes the report KFP's UI shows.
             last_task=functools.partial(
                 reporter_of, pipeline_name=config.name, images=config.source.is_images
@@ -132,6 +165,13 @@ def compile_for_kubeflow(
     runner.run(pipeline, write_out=True)
     if config.source.spans:
         _default_span(output_file, _span_text(config))
+        if config.span is None:
+            # KFP keys its cache on the parameter's text: a run given `latest` would get the
+            # conversion of whichever span was the latest when a run first converted it.
+            _never_cached(output_file, EXAMPLE_GEN_ID)
+    if config.window:
+        _never_cached(output_file, SPAN_WINDOW_ID)
+        _with_daily_state(output_file, state_dir)
     if placements:
         _append_platform_spec(output_file, placements)
     return output_file

@@ -1,0 +1,149 @@
+"""The daily state of a pipeline on Kubeflow: the spans its runs converted and the models and
+analyzer caches they left, as records in a folder of the object store (``--state-dir``).
+
+Kubeflow Pipelines' open-source backend runs no TFX Resolver, so a run there
+cannot ask ML Metadata for earlier runs' artifacts. Each run records what it
+made here instead, and the next run reads the records back:
+
+- ``conversions/span-<span>/<version>-<digest>.json``: one conversion of a
+  span (SpanWindow records its run's: ExampleGen's examples, statistics and
+  quarantine, the examples with their files' fingerprint and ExampleGen's
+  settings, so that a re-run of the day reuses them);
+- ``runs/<digest>.json``: what a run trained (RecordRun: the model,
+  whether it was blessed, the spans it read, Transform's analyzer cache).
+
+Every record is an object of its own, named by what it records, and is never
+rewritten: two runs at once each add theirs, none is lost, and a span recorded
+twice is read once (``choices.window_conversions``). Records hold TFX's JSON
+of the artifacts (``Artifact.to_json_dict``), so a later run hands them to its
+components as the artifacts they were.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable
+
+from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.spans import choices
+
+CONVERSIONS = "conversions"
+RUNS = "runs"
+_FORMAT = 1
+
+
+def default_state_dir(serving_dir: str, pipeline_name: str) -> str:
+    """The daily state's folder when none is given: ``daily-state/<name>`` beside the serving
+    folder, which the pods reach already."""
+    parent = os.path.dirname(serving_dir.rstrip("/"))
+    return os.path.join(parent, "daily-state", pipeline_name)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _write_once(path: str, record: dict) -> str:
+    """Writes ``record`` at ``path`` unless it is there already (a re-run's same record)."""
+    import tensorflow as tf
+
+    if not tf.io.gfile.exists(path):
+        filesystem.make_folder(os.path.dirname(path))
+        with tf.io.gfile.GFile(path, "w") as f:
+            f.write(json.dumps({"format": _FORMAT, **record}, sort_keys=True))
+    return path
+
+
+def _read_all(folder: str) -> list[tuple[str, dict]]:
+    """(path, record) of every record below ``folder``, oldest name first."""
+    import tensorflow as tf
+
+    if not filesystem.isdir(folder):
+        return []
+    found = []
+    for path in sorted(filesystem.walk_files(folder)):
+        if not path.endswith(".json"):
+            continue
+        with tf.io.gfile.GFile(path) as f:
+            found.append((path, json.loads(f.read())))
+    return found
+
+
+def record_conversion(
+    state_dir: str, span: int, version: int, examples, statistics, quarantine=None
+) -> str:
+    """Records ExampleGen's conversion of ``span``: its examples, statistics and quarantine
+    (or None) artifacts.
+
+    Returns:
+      The record's path.
+    """
+    name = f"{version}-{_digest(examples.uri)}.json"
+    path = os.path.join(state_dir, CONVERSIONS, f"span-{span:08d}", name)
+    return _write_once(
+        path,
+        {
+            "span": span,
+            "version": version,
+            "recorded_ns": time.time_ns(),
+            "examples": examples.to_json_dict(),
+            "statistics": statistics.to_json_dict(),
+            "quarantine": quarantine.to_json_dict() if quarantine else None,
+        },
+    )
+
+
+def conversions(state_dir: str) -> list[choices.Converted]:
+    """Every conversion recorded, each with its record as ``item``."""
+    return [
+        choices.Converted(r["span"], r["version"], (r["recorded_ns"], path), r)
+        for path, r in _read_all(os.path.join(state_dir, CONVERSIONS))
+    ]
+
+
+def record_run(
+    state_dir: str, spans: Iterable[int], model, blessed: bool, analyzer_cache=None
+) -> str:
+    """Records what a run trained on ``spans``: its model, whether its Evaluator blessed it,
+    and Transform's updated analyzer cache (or None).
+
+    Returns:
+      The record's path.
+    """
+    path = os.path.join(state_dir, RUNS, f"{_digest(model.uri)}.json")
+    return _write_once(
+        path,
+        {
+            "spans": sorted(set(spans)),
+            "blessed": bool(blessed),
+            "recorded_ns": time.time_ns(),
+            "model": model.to_json_dict(),
+            "analyzer_cache": analyzer_cache.to_json_dict() if analyzer_cache else None,
+        },
+    )
+
+
+def runs(state_dir: str) -> list[dict]:
+    """Every run recorded, oldest first."""
+    found = [record for _, record in _read_all(os.path.join(state_dir, RUNS))]
+    return sorted(found, key=lambda r: r["recorded_ns"])
+
+
+def trained_models(state_dir: str) -> list[choices.Trained]:
+    """Every recorded run's model, each with its record as ``item``."""
+    return [
+        choices.Trained(frozenset(r["spans"]), r["blessed"], r["recorded_ns"], r)
+        for r in runs(state_dir)
+    ]
+
+
+def analyzer_caches(state_dir: str) -> list[choices.Trained]:
+    """Every recorded run's analyzer cache, each with its record as ``item``."""
+    return [
+        choices.Trained(frozenset(r["spans"]), False, r["recorded_ns"], r)
+        for r in runs(state_dir)
+        if r.get("analyzer_cache")
+    ]
