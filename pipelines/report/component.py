@@ -4,9 +4,10 @@ after the run (Kubeflow Pipelines), whose UI shows its page.
 Inputs, each optional: ShardedExampleGen's ``examples``, ``quarantine`` and
 ``statistics``; ExampleValidator's ``anomalies``; the ``schema``; the Trainer's
 ``model_run``; the Evaluator's ``evaluation`` and ``blessing``; the Pusher's
-``pushed_model``. Output: ``report`` (``system.HTML``), the page the report
-command writes for a local run, less what only ML Metadata holds (each
-component's state and cost, a window of spans, drift).
+``pushed_model``; in the daily pipeline, SpanWindow's ``window``,
+Transform's ``transform_graph`` and DriftCheck's anomalies as ``drift``.
+Output: ``report`` (``system.HTML``), the page the report command writes for a
+local run, less what only ML Metadata holds (each component's state and cost).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.example_gen.component import Quarantine
 from tfrecord_pipelines.components.keys import QUARANTINE_KEY
 from tfrecord_pipelines.components.ui_artifacts import Html
+from tfrecord_pipelines.definition.pipeline import SPAN_WINDOW_ID
 from tfrecord_pipelines.report import executor
-from tfrecord_pipelines.report.contents import ARTIFACT_SOURCES
+from tfrecord_pipelines.report.contents import ARTIFACT_SOURCES, DAILY_SOURCES
 
 REPORTER_ID = "Reporter"
 _INPUT_TYPES = {
@@ -37,6 +39,10 @@ _INPUT_TYPES = {
     specs.EVALUATION_KEY: standard_artifacts.ModelEvaluation,
     specs.BLESSING_KEY: standard_artifacts.ModelBlessing,
     specs.PUSHED_MODEL_KEY: standard_artifacts.PushedModel,
+    # The daily pipeline on Kubeflow: the window's examples, Transform's graph, the drift.
+    keys.WINDOW_KEY: standard_artifacts.Examples,
+    keys.TRANSFORM_GRAPH_KEY: standard_artifacts.TransformGraph,
+    keys.DRIFT_KEY: standard_artifacts.ExampleAnomalies,
 }
 
 
@@ -91,7 +97,8 @@ def reporter_of(
     components: Mapping[str, base_node.BaseNode], pipeline_name: str, images: bool
 ) -> Reporter:
     """A Reporter fed by the outputs of the pipeline's ``components`` (by id, as
-    ``create_pipeline`` names them) that ``ARTIFACT_SOURCES`` names.
+    ``create_pipeline`` names them) that ``ARTIFACT_SOURCES`` names, and those of
+    ``DAILY_SOURCES`` that the pipeline has.
 
     Args:
       components: the pipeline's components by id.
@@ -104,5 +111,10 @@ def reporter_of(
         **{
             key: _channel(components, node_id, output)
             for key, (node_id, output) in ARTIFACT_SOURCES.items()
+        },
+        **{
+            key: components[node_id].outputs[output]
+            for key, (node_id, output) in DAILY_SOURCES.items()
+            if node_id in components and SPAN_WINDOW_ID in components
         },
     ).with_id(REPORTER_ID)

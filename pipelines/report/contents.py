@@ -27,11 +27,14 @@ from tfrecord_pipelines.components.trainer.training_length import (
     read_training_report,
 )
 from tfrecord_pipelines.definition.pipeline import (
+    DRIFT_CHECK_ID,
     EVALUATOR_ID,
     EXAMPLE_GEN_ID,
     EXAMPLE_VALIDATOR_ID,
     PUSHER_ID,
+    SPAN_WINDOW_ID,
     TRAINER_ID,
+    TRANSFORM_ID,
 )
 from tfrecord_pipelines.report import charts, statistics, thumbnails
 from tfrecord_pipelines.report.evaluation import EvaluationView, read_evaluation
@@ -65,6 +68,13 @@ ARTIFACT_SOURCES = {
     keys.EVALUATION_KEY: (EVALUATOR_ID, keys.EVALUATION_KEY),
     keys.BLESSING_KEY: (EVALUATOR_ID, keys.BLESSING_KEY),
     keys.PUSHED_MODEL_KEY: (PUSHER_ID, keys.PUSHED_MODEL_KEY),
+}
+# On Kubeflow, the daily pipeline's artifacts the report shows the window and the drift from
+# (a local run's report reads them from ML Metadata): by the Reporter's input key, as above.
+DAILY_SOURCES = {
+    keys.WINDOW_KEY: (SPAN_WINDOW_ID, keys.WINDOW_KEY),
+    keys.TRANSFORM_GRAPH_KEY: (TRANSFORM_ID, keys.TRANSFORM_GRAPH_KEY),
+    keys.DRIFT_KEY: (DRIFT_CHECK_ID, keys.ANOMALIES_KEY),
 }
 _THUMBNAIL_SPLIT = "eval"
 

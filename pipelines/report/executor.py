@@ -18,6 +18,7 @@ from tfrecord_pipelines.report.contents import (
     run_artifacts,
 )
 from tfrecord_pipelines.report.render import render
+from tfrecord_pipelines.report.span_window import drift_of, window_of_artifacts
 
 WRITTEN_BY = "the run's Reporter task, from its input artifacts"
 COMPONENTS_ELSEWHERE = (
@@ -30,6 +31,20 @@ def run_folder(page_uri: str) -> str:
     """The run's folder's name: pipeline roots hold ``<run>/<task>/<output>`` (KFP's
     driver names the run's folder by its id, under the pipeline's name)."""
     return os.path.basename(os.path.dirname(os.path.dirname(page_uri.rstrip("/"))))
+
+
+def daily_sections(input_dict: dict[str, list[types.Artifact]], found: dict) -> dict:
+    """The window and the drift of the daily pipeline on Kubeflow, from its artifacts."""
+    fields = {}
+    window = input_dict.get(keys.WINDOW_KEY)
+    if window:
+        own = found.get(keys.EXAMPLES_KEY)
+        graphs = input_dict.get(keys.TRANSFORM_GRAPH_KEY) or [None]
+        fields["window"] = window_of_artifacts(window, own.uri if own else None, graphs[0])
+    drift = input_dict.get(keys.DRIFT_KEY)
+    if drift:
+        fields["drift"] = drift_of(drift[0])
+    return fields
 
 
 class Executor(base_executor.BaseExecutor):
@@ -56,6 +71,7 @@ class Executor(base_executor.BaseExecutor):
         }
         fields = read_sections(run_artifacts(found, bool(exec_properties[keys.IMAGES_KEY])))
         fields["missing"]["components"] = COMPONENTS_ELSEWHERE
+        fields.update(daily_sections(input_dict, found))
         report = RunReport(
             pipeline=exec_properties[keys.PIPELINE_NAME_KEY],
             run_id=run_folder(page.uri),

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import TYPE_CHECKING
 
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.keys import ANALYSIS_KEY, SHARD_PLAN_KEY
-from tfrecord_pipelines.components.spans.resolvers import WINDOW_RESOLVER
+from tfrecord_pipelines.components.spans.resolvers import WINDOW_RESOLVER, span_of
 from tfrecord_pipelines.components.spans.window import conversion
 from tfrecord_pipelines.definition.pipeline import DRIFT_CHECK_ID, EXAMPLE_GEN_ID, TRANSFORM_ID
-from tfrecord_pipelines.local.run_record import NodeExecution
+
+if TYPE_CHECKING:
+    from tfx import types
+
+    # Types only: the Reporter task on Kubeflow reads its window from artifacts, not ML Metadata.
+    from tfrecord_pipelines.local.run_record import NodeExecution
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +81,14 @@ def summarize_window(run: dict[str, NodeExecution]) -> WindowSummary | None:
     analysis = {}
     if graph is not None and ANALYSIS_KEY in graph.custom_properties:
         analysis = json.loads(graph.custom_properties[ANALYSIS_KEY].string_value)
+    return _summary(spans, spans_by_uri, analysis)
+
+
+def _summary(
+    spans: list[WindowSpan], spans_by_uri: dict[str, int], analysis: dict
+) -> WindowSummary:
+    """The window of ``spans`` (their conversions' folders: ``spans_by_uri``), with what
+    Transform recorded of its analysis (``keys.ANALYSIS_KEY``)."""
 
     def spans_of(key: str) -> tuple[int, ...]:
         found = (_span_of_pattern(p, spans_by_uri) for p in analysis.get(key, []))
@@ -85,6 +99,31 @@ def summarize_window(run: dict[str, NodeExecution]) -> WindowSummary | None:
         analyzed=spans_of("analyzed"),
         from_cache=spans_of("from_cache"),
     )
+
+
+def window_of_artifacts(
+    window: list[types.Artifact], own_uri: str | None, graph: types.Artifact | None
+) -> WindowSummary:
+    """The window from its Examples artifacts as a Kubeflow task gets them (SpanWindow's),
+    this run's conversion at ``own_uri``, and Transform's graph."""
+    spans, spans_by_uri = [], {}
+    for artifact in window:
+        plan = json.loads(artifact.get_string_custom_property(SHARD_PLAN_KEY) or "{}")
+        rows = {name: split["records"] for name, split in plan.get("splits", {}).items()}
+        own = own_uri is not None and artifact.uri.rstrip("/") == own_uri.rstrip("/")
+        spans.append(WindowSpan(span_of(artifact), None, rows, own))
+        spans_by_uri[artifact.uri.rstrip("/")] = span_of(artifact)
+    analysis = graph.get_string_custom_property(ANALYSIS_KEY) if graph is not None else ""
+    return _summary(spans, spans_by_uri, json.loads(analysis or "{}"))
+
+
+def drift_of(anomalies: types.Artifact) -> tuple[int, dict[str, dict]] | None:
+    """The previous span and each feature's drift from it, from DriftCheck's output as a
+    Kubeflow task gets it; None without a comparison."""
+    if not anomalies.has_custom_property("previous_span"):
+        return None
+    report = json.loads(anomalies.get_string_custom_property("drift"))
+    return anomalies.get_int_custom_property("previous_span"), report
 
 
 def read_drift(run: dict[str, NodeExecution]) -> tuple[int, dict[str, dict]] | None:
