@@ -56,14 +56,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Runs ``python -m tfrecord_pipelines ARGS`` as a user would; returns the finished process."""
+def run_cli(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Runs ``python -m tfrecord_pipelines ARGS`` as a user would, with ``env`` added to the
+    environment; returns the finished process."""
     return subprocess.run(
         [sys.executable, "-m", "tfrecord_pipelines", *args],
         cwd=cwd or REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=1200,
+        env={**os.environ, **env} if env else None,
     )
 
 

@@ -126,8 +126,27 @@ def _as_kfp_open_source(records: dict[str, TaskRecord]) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _pods_environment(environment: dict[str, str]) -> Iterator[None]:
+    """Each task's container gets ``environment`` and the host's network, as a pod gets its
+    environment from its spec and reaches the cluster's object store (here: a server on
+    127.0.0.1). kfp.local's DockerRunner has no setting for either."""
+    from docker.models.containers import ContainerCollection
+
+    run = ContainerCollection.run
+
+    def run_with_environment(self, *args, **kwargs):
+        return run(self, *args, environment=environment, network_mode="host", **kwargs)
+
+    with mock.patch.object(ContainerCollection, "run", run_with_environment):
+        yield
+
+
 def run_compiled_pipeline(
-    package: Path, pipeline_root: Path, arguments: dict[str, str] | None = None
+    package: Path,
+    pipeline_root: Path,
+    arguments: dict[str, str] | None = None,
+    environment: dict[str, str] | None = None,
 ) -> dict[str, TaskRecord]:
     """Runs every task of a compiled KFP v2 YAML in its image through kfp.local's orchestration.
 
@@ -136,6 +155,8 @@ def run_compiled_pipeline(
       pipeline_root: the local folder task outputs go under.
       arguments: the run's pipeline parameters (a run's, or a recurring run's
         schedule's); None: their defaults.
+      environment: variables every task's container gets, which then also
+        shares the host's network (``_pods_environment``); None: neither.
 
     Returns:
       Each task's record, keyed by its component name in the spec.
@@ -154,6 +175,7 @@ def run_compiled_pipeline(
         raise_on_error=True,
     )
     records: dict[str, TaskRecord] = {}
-    with _as_kfp_open_source(records):
+    pods = _pods_environment(environment) if environment else contextlib.nullcontext()
+    with _as_kfp_open_source(records), pods:
         pipeline(**(arguments or {}))
     return {folders[folder]: record for folder, record in records.items()}

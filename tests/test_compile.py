@@ -332,3 +332,60 @@ def test_data_in_spans_compiles_with_the_span_as_a_run_time_parameter(tmp_path):
     assert example_gen["requested_span"] == {"componentInputParameter": "span"}
     assert example_gen["input_base"]["runtimeValue"]["constant"] == f"{tmp_path}/events"
     assert "day-{SPAN}/*.csv" in example_gen["input_config"]["runtimeValue"]["constant"]
+    # KFP keys its cache on the parameter's text: `latest` must not get an earlier span's
+    # conversion. A span given when compiling is a cache key of its own.
+    assert _caching(spec)["ShardedExampleGen"] is False
+    pinned = tmp_path / "pinned.yaml"
+    result = run_cli(
+        "compile", "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
+        "--span", "1", "--output", str(pinned), "--serving-dir", "gs://bucket/serving",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert _caching(_pipeline_spec(pinned))["ShardedExampleGen"] is True
+
+
+def test_a_window_compiles_to_span_window_and_record_run_over_the_daily_state(tmp_path):
+    for day in (1, 2):
+        (tmp_path / "events" / f"day-{day}").mkdir(parents=True)
+        (tmp_path / "events" / f"day-{day}" / "rows.csv").write_text("x,label\n1,0\n2,1\n")
+    output = tmp_path / "daily.yaml"
+    result = run_cli(
+        "compile", "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
+        "--window", "3", "--output", str(output), "--serving-dir", "gs://bucket/models/serving",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "gs://bucket/models/daily-state/events" in result.stdout
+    spec = _pipeline_spec(output)
+    tasks = spec["root"]["dag"]["tasks"]
+    window = tasks["SpanWindow"]["inputs"]["parameters"]
+    assert (
+        window["state_dir"]["runtimeValue"]["constant"] == "gs://bucket/models/daily-state/events"
+    )
+    assert window["num_spans"]["runtimeValue"]["constant"] == 3
+    assert window["data_pattern"]["runtimeValue"]["constant"] == f"{tmp_path}/events/day-{{SPAN}}"
+
+    # Transform and the Trainer read the window; DriftCheck the previous span; the Trainer
+    # warm-starts from SpanWindow's base model; RecordRun keeps what the run trained.
+    def producer(task: str, name: str) -> tuple[str, str]:
+        source = tasks[task]["inputs"]["artifacts"][name]["taskOutputArtifact"]
+        return source["producerTask"], source["outputArtifactKey"]
+
+    assert producer("Transform", "examples") == ("SpanWindow", "window")
+    assert producer("Transform", "analyzer_cache") == ("SpanWindow", "analyzer_cache")
+    assert producer("Trainer", "examples") == ("SpanWindow", "window")
+    assert producer("Trainer", "base_model") == ("SpanWindow", "base_model")
+    assert producer("DriftCheck", "previous_statistics") == ("SpanWindow", "previous_statistics")
+    assert producer("Pusher", "drift") == ("DriftCheck", "anomalies")
+    assert producer("RecordRun", "model") == ("Trainer", "model")
+    assert producer("Reporter", "window") == ("SpanWindow", "window")
+    assert producer("Reporter", "drift") == ("DriftCheck", "anomalies")
+    assert not any("resolver" in name.lower() for name in tasks)
+    # What SpanWindow reads changes from run to run: KFP must never reuse its outputs.
+    assert _caching(spec)["SpanWindow"] is False
+    assert _caching(spec)["Trainer"] is True
+
+
+def test_a_state_dir_without_a_window_is_a_usage_error(tmp_path):
+    result = run_cli("compile", "--state-dir", "gs://b/state", "--output", str(tmp_path / "x.yaml"))
+    assert result.returncode == 2
+    assert "--state-dir keeps a window's state: give --window N with it." in result.stderr

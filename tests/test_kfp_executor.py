@@ -169,3 +169,71 @@ def test_the_span_a_run_asks_for_becomes_tfx_drivers_range_config():
     latest = _with_parameters(requested_span="latest", input_base="gs://b/events")
     kfp_executor.request_span_parameter(latest)
     assert "range_config" not in latest.inputs.parameter_values
+
+
+def test_an_input_that_stands_for_others_is_replaced_by_them():
+    from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils
+    from tfx.types import standard_artifacts
+
+    from tfrecord_pipelines.components.spans.resolvers import span_of
+
+    members = []
+    for span in (2, 3):
+        examples = standard_artifacts.Examples()
+        examples.uri = f"/root/day-{span}/examples"
+        examples.set_int_custom_property("span", span)
+        members.append(examples.to_json_dict())
+    executor_input = _executor_input(
+        {
+            "inputs": {
+                "artifacts": {
+                    "examples": {
+                        "artifacts": [
+                            {
+                                "name": "41",
+                                "type": {"schemaTitle": "tfx.types.standard_artifacts.Examples"},
+                                "uri": "/root/run/SpanWindow/window",
+                                "metadata": {"members": json.dumps(members)},
+                            }
+                        ]
+                    },
+                    "base_model": {
+                        "artifacts": [
+                            {
+                                "name": "42",
+                                "type": {"schemaTitle": "tfx.types.standard_artifacts.Model"},
+                                "uri": "/root/run/SpanWindow/base_model",
+                                "metadata": {"members": "[]"},
+                            }
+                        ]
+                    },
+                }
+            }
+        }
+    )
+    kfp_executor.expand_members(executor_input)
+    window = executor_input.inputs.artifacts["examples"].artifacts
+    assert [a.uri for a in window] == ["/root/day-2/examples", "/root/day-3/examples"]
+    assert {a.type.schema_title for a in window} == {"tfx.types.standard_artifacts.Examples"}
+    # TFX's entry point reads them back as the artifacts they were.
+    parsed = kubeflow_v2_entrypoint_utils.parse_raw_artifact_dict(executor_input.inputs.artifacts)
+    assert [span_of(a) for a in parsed["examples"]] == [2, 3]
+    # An earlier model that does not exist yet (a first day): no artifact at all.
+    assert list(executor_input.inputs.artifacts["base_model"].artifacts) == []
+
+
+def _example_gen_input(**parameters) -> pipeline_spec_pb2.ExecutorInput:
+    return _executor_input(
+        {"inputs": {"parameterValues": parameters}, "outputs": {"artifacts": {}}}
+    )
+
+
+def test_a_conversions_key_is_its_settings_not_its_span():
+    from tfrecord_pipelines.kubeflow.conversion_reuse import conversion_key
+
+    settings = {"input_base": "gs://b/events", "compression": "gzip", "code_version": "abc"}
+    today = conversion_key(_example_gen_input(**settings, requested_span="latest"))
+    # The span as a run asked for it is not how it is converted.
+    assert conversion_key(_example_gen_input(**settings, requested_span="2")) == today
+    for changed in ({"compression": "none"}, {"code_version": "abd"}):
+        assert conversion_key(_example_gen_input(**{**settings, **changed})) != today

@@ -1,7 +1,5 @@
 """Daily runs over a rolling window of spans: each span converted and analyzed once."""
 
-import csv
-import random
 import re
 from pathlib import Path
 
@@ -11,30 +9,11 @@ import tensorflow as tf
 import tensorflow_transform as tft
 
 from conftest import run_cli, run_summary
+from daily_spans import ROWS, write_day
 from tfrecord_pipelines.components.task import vocabulary_name
 from tfrecord_pipelines.local.run_record import open_store, read_run
 
 pytestmark = pytest.mark.e2e
-
-ROWS = 2_000
-SHIFTED_DAY = 3
-
-
-def _write_day(folder: Path, seed: int, rows: int = ROWS) -> None:
-    """A day of rows: x, a colour, z, and a label that follows z. The days share one
-    distribution until SHIFTED_DAY, whose x is one standard deviation higher and whose
-    colours are blue twice as often."""
-    rng = random.Random(seed)
-    shifted = seed == SHIFTED_DAY
-    folder.mkdir(parents=True)
-    with open(folder / "rows.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["x", "colour", "z", "label"])
-        for _ in range(rows):
-            x = rng.gauss(12 if shifted else 10, 2)
-            colour = rng.choices(["red", "green", "blue"], [1, 1, 2 if shifted else 1])[0]
-            z = rng.gauss(0, 1)
-            writer.writerow([round(x, 4), colour, round(z, 4), int(z + rng.gauss(0, 0.3) > 0)])
 
 
 def _run(data: Path, output: Path, *extra: str):
@@ -66,7 +45,7 @@ def daily(tmp_path_factory):
     root = tmp_path_factory.mktemp("daily")
     data = root / "events"
     for day in (1, 2, 3):
-        _write_day(data / f"day-{day}", seed=day)
+        write_day(data / f"day-{day}", seed=day)
     output = root / "out"
     day_2 = _run(data, output, "--span", "2")
     spans_after_day_2 = _example_gen_spans(output)
@@ -188,7 +167,7 @@ def test_the_report_shows_the_window_what_was_reused_and_the_drift(daily):
     window = re.search(r'<table id="window">(.*?)</table>', report, re.S).group(1)
     rows = re.findall(r'<tr data-span="(\d+)">(.*?)</tr>', window, re.S)
     assert [span for span, _ in rows] == ["2", "3"]
-    assert "from the store" in rows[0][1] and "analyzer cache" in rows[0][1]
+    assert "an earlier run" in rows[0][1] and "analyzer cache" in rows[0][1]
     assert "this run" in rows[1][1] and "analyzed" in rows[1][1]
     drifted = re.findall(r'data-feature="(\w+)" data-drifted="true"', report)
     assert sorted(drifted) == ["colour", "x"]
