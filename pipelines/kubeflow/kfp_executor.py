@@ -353,7 +353,8 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
     _make_local_output_dirs(executor_input)
     if _is_file_based_example_gen(args.executor_class_path, executor_input):
         _run_example_gen_driver(executor_input, args.json_serialized_inputs_spec_args)
-        state_dir = getattr(args, DAILY_STATE_FLAG)
+        # Only the daily pipeline's ExampleGen has it (not the KFP components' entry point).
+        state_dir = getattr(args, DAILY_STATE_FLAG, None)
         if state_dir:
             conversion_reuse.mark(executor_input)
             record = conversion_reuse.find(state_dir, executor_input)
