@@ -376,6 +376,7 @@ def test_a_window_compiles_to_span_window_and_record_run_over_the_daily_state(tm
     assert producer("Trainer", "base_model") == ("SpanWindow", "base_model")
     assert producer("DriftCheck", "previous_statistics") == ("SpanWindow", "previous_statistics")
     assert producer("Pusher", "drift") == ("DriftCheck", "anomalies")
+    assert producer("Evaluator", "baseline_model") == ("SpanWindow", "baseline_model")
     assert producer("RecordRun", "model") == ("Trainer", "model")
     assert producer("Reporter", "window") == ("SpanWindow", "window")
     assert producer("Reporter", "drift") == ("DriftCheck", "anomalies")

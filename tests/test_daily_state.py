@@ -100,6 +100,9 @@ def test_the_base_model_is_the_newest_blessed_one_of_earlier_spans(tmp_path):
     assert base(3) == "/root/day-1/model"
     assert base(4) == "/root/day-3/model"
     assert base(1) is None
+    # The Evaluator's baseline is the newest blessed model, whatever it read.
+    assert choices.baseline_model(models).item["model"]["artifact"]["uri"] == "/root/day-3/model"
+    assert choices.baseline_model(models[1:2]) is None
 
 
 def test_the_analyzer_cache_is_the_newest_of_a_transform_over_earlier_spans(tmp_path):

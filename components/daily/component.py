@@ -10,6 +10,7 @@ conversion of the run's span, then picks, by the same rules
 - ``window``: the window's conversions (Examples), one per span;
 - ``previous_statistics``: the statistics of the span before the run's (DriftCheck);
 - ``base_model``: the newest blessed model trained on earlier spans only (the warm start);
+- ``baseline_model``: the newest blessed model (the Evaluator's baseline);
 - ``analyzer_cache``: the newest analyzer cache of a Transform over earlier spans only.
 
 Each output stands for 0 or more artifacts (``MEMBERS_PROPERTY``); the
@@ -34,6 +35,7 @@ WINDOW_OUTPUTS = {
     keys.WINDOW_KEY: standard_artifacts.Examples,
     keys.PREVIOUS_STATISTICS_KEY: standard_artifacts.ExampleStatistics,
     keys.BASE_MODEL_KEY: standard_artifacts.Model,
+    keys.BASELINE_MODEL_KEY: standard_artifacts.Model,
     keys.ANALYZER_CACHE_KEY: standard_artifacts.TransformCache,
 }
 

@@ -31,7 +31,7 @@ def _never_converted(data_pattern: str, window: range, converted: set[int]) -> l
 
 class SpanWindowExecutor(base_executor.BaseExecutor):
     """Records the run's conversion, then picks the window, the previous span's statistics,
-    the base model and the analyzer cache from the daily state."""
+    the base model, the baseline and the analyzer cache from the daily state."""
 
     def Do(  # noqa: N802 - TFX API
         self,
@@ -67,12 +67,15 @@ class SpanWindowExecutor(base_executor.BaseExecutor):
                 f"{never[0]}), then this one again."
             )
         previous = choices.previous_conversion(found, span)
-        base = choices.base_model(daily_state.trained_models(state_dir), span)
+        models = daily_state.trained_models(state_dir)
+        base = choices.base_model(models, span)
+        baseline = choices.baseline_model(models)
         cache = choices.analyzer_cache(daily_state.analyzer_caches(state_dir), span)
         chosen = {
             keys.WINDOW_KEY: [c.item["examples"] for c in window],
             keys.PREVIOUS_STATISTICS_KEY: [previous.item["statistics"]] if previous else [],
             keys.BASE_MODEL_KEY: [base.item["model"]] if base else [],
+            keys.BASELINE_MODEL_KEY: [baseline.item["model"]] if baseline else [],
             keys.ANALYZER_CACHE_KEY: [cache.item["analyzer_cache"]] if cache else [],
         }
         for key, members in chosen.items():

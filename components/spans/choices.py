@@ -84,6 +84,12 @@ def base_model(found: Iterable[Trained], end: int) -> Trained | None:
     return max(earlier, key=lambda t: t.order, default=None)
 
 
+def baseline_model(found: Iterable[Trained]) -> Trained | None:
+    """The Evaluator's baseline: the newest blessed model, whatever it read (a new model must
+    do at least as well)."""
+    return max((t for t in found if t.blessed), key=lambda t: t.order, default=None)
+
+
 def analyzer_cache(found: Iterable[Trained], end: int) -> Trained | None:
     """The newest analyzer cache written by a Transform that read only spans before
     ``end`` (so a re-run of a day gets the cache its first run got)."""

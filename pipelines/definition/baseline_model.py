@@ -32,17 +32,17 @@ class LatestOtherBlessedModelStrategy(ResolverStrategy):
     def resolve_artifacts(self, store, input_dict: dict[str, list[types.Artifact]]):
         candidates = {a.id for a in input_dict.get(CANDIDATE_KEY, [])}
         blessings = _blessed(input_dict.get(MODEL_BLESSING_KEY, []))
-        result = {
-            MODEL_KEY: [],
-            MODEL_BLESSING_KEY: [],
+        others = [
+            choices.Trained(frozenset(), model.id in blessings, model.id, model)
+            for model in input_dict.get(MODEL_KEY, [])
+            if model.id not in candidates
+        ]
+        baseline = choices.baseline_model(others)
+        return {
+            MODEL_KEY: [baseline.item] if baseline else [],
+            MODEL_BLESSING_KEY: [blessings[baseline.item.id]] if baseline else [],
             CANDIDATE_KEY: input_dict.get(CANDIDATE_KEY, []),
         }
-        for model in sorted(input_dict.get(MODEL_KEY, []), key=lambda a: a.id, reverse=True):
-            if model.id in blessings and model.id not in candidates:
-                result[MODEL_KEY] = [model]
-                result[MODEL_BLESSING_KEY] = [blessings[model.id]]
-                break
-        return result
 
 
 def _blessed(blessings: list[types.Artifact]) -> dict[int, types.Artifact]:

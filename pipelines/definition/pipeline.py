@@ -115,6 +115,8 @@ class _Earlier:
       windowed: whether ``examples`` is a window of spans.
       analyzer_cache: Transform's analyzer cache of earlier spans, or None (off).
       base_model: the Trainer's warm-start model, or None.
+      baseline_model: the Evaluator's baseline, the latest blessed model; None:
+        resolved after the Trainer (local runs) or none.
       previous_statistics: the previous span's statistics for DriftCheck, or
         None: no drift check.
       span_window: SpanWindow, whose window RecordRun records, or None.
@@ -125,6 +127,7 @@ class _Earlier:
     windowed: bool = False
     analyzer_cache: Any = None
     base_model: Any = None
+    baseline_model: Any = None
     previous_statistics: Any = None
     span_window: SpanWindow | None = None
 
@@ -179,6 +182,7 @@ def _from_daily_state(
         windowed=True,
         analyzer_cache=window.outputs[keys.ANALYZER_CACHE_KEY],
         base_model=window.outputs[keys.BASE_MODEL_KEY] if config.warm_start else None,
+        baseline_model=window.outputs[keys.BASELINE_MODEL_KEY],
         previous_statistics=window.outputs[keys.PREVIOUS_STATISTICS_KEY],
         span_window=window,
     )
@@ -273,7 +277,7 @@ def create_pipeline(
         transform,
         trainer,
     ]
-    baseline_model = None
+    baseline_model = earlier.baseline_model
     if compare_to_latest_blessed:
         resolver = baseline_model_resolver(trainer.outputs[keys.MODEL_KEY])
         baseline_model = resolver.outputs[keys.MODEL_KEY]
