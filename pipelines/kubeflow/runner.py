@@ -52,34 +52,40 @@ def _span_parameter(config: PipelineConfig) -> RuntimeParameter | None:
     return RuntimeParameter(name=SPAN_PARAMETER, ptype=str, default=_span_text(config))
 
 
-def _default_span(output_file: str, default: str) -> None:
-    """Gives the span parameter its default in the spec, which TFX's compiler leaves out
-    (KFP would then require it of every run): the compiled span, else the latest."""
-    with fileio.open(output_file) as f:
-        spec = yaml.safe_load(f.read())
+def _default_span(spec: dict, default: str) -> None:
+    """Gives the span parameter its default, which TFX's compiler leaves out (KFP would then
+    require it of every run): the compiled span, else the latest."""
     parameter = spec["root"]["inputDefinitions"]["parameters"][SPAN_PARAMETER]
     parameter.update(defaultValue=default, isOptional=True)
-    with fileio.open(output_file, "w") as f:
-        f.write(yaml.safe_dump(spec, sort_keys=False))
 
 
-def _never_cached(output_file: str, task: str) -> None:
+def _never_cached(spec: dict, task: str) -> None:
     """Turns KFP's caching off for ``task``: its result depends on more than its inputs."""
-    with fileio.open(output_file) as f:
-        spec = yaml.safe_load(f.read())
     spec["root"]["dag"]["tasks"][task]["cachingOptions"] = {"enableCache": False}
-    with fileio.open(output_file, "w") as f:
-        f.write(yaml.safe_dump(spec, sort_keys=False))
 
 
-def _with_daily_state(output_file: str, state_dir: str) -> None:
+def _with_daily_state(spec: dict, state_dir: str) -> None:
     """Tells ExampleGen's entry point the daily state, where it finds a day's conversion."""
-    with fileio.open(output_file) as f:
-        spec = yaml.safe_load(f.read())
     component = spec["root"]["dag"]["tasks"][EXAMPLE_GEN_ID]["componentRef"]["name"]
     label = spec["components"][component]["executorLabel"]
     container = spec["deploymentSpec"]["executors"][label]["container"]
     container["args"] += [f"--{DAILY_STATE_FLAG}", state_dir]
+
+
+def _complete(output_file: str, config: PipelineConfig, state_dir: str | None) -> None:
+    """What TFX's compiler cannot write into the spec, for data in spans."""
+    if not config.source.spans:
+        return
+    with fileio.open(output_file) as f:
+        spec = yaml.safe_load(f.read())
+    _default_span(spec, _span_text(config))
+    if config.span is None:
+        # KFP keys its cache on the parameter's text: a run given `latest` would get the
+        # conversion of whichever span was the latest when a run first converted it.
+        _never_cached(spec, EXAMPLE_GEN_ID)
+    if config.window:
+        _never_cached(spec, SPAN_WINDOW_ID)
+        _with_daily_state(spec, state_dir)
     with fileio.open(output_file, "w") as f:
         f.write(yaml.safe_dump(spec, sort_keys=False))
 
@@ -103,9 +109,9 @@ def compile_for_kubeflow(
     implement it, so the Evaluator has no baseline and applies only its value
     thresholds. A window of spans (``config.window``) comes from the daily
     state in ``state_dir`` instead (SpanWindow, RecordRun), with the drift
-    check and the warm start; SpanWindow is never cached, as what it reads
-    changes from run to run. Its last task, the Reporter, writes the run report as a
-    ``system.HTML`` output.
+    check, the warm start and the Evaluator's baseline; SpanWindow is never
+    cached, as what it reads changes from run to run. Its last task, the
+    Reporter, writes the run report as a ``system.HTML`` output.
 
     Args:
       config: the pipeline's settings; its paths must be reachable from the
@@ -163,15 +169,7 @@ def compile_for_kubeflow(
         output_filename=os.path.basename(output_file),
     )
     runner.run(pipeline, write_out=True)
-    if config.source.spans:
-        _default_span(output_file, _span_text(config))
-        if config.span is None:
-            # KFP keys its cache on the parameter's text: a run given `latest` would get the
-            # conversion of whichever span was the latest when a run first converted it.
-            _never_cached(output_file, EXAMPLE_GEN_ID)
-    if config.window:
-        _never_cached(output_file, SPAN_WINDOW_ID)
-        _with_daily_state(output_file, state_dir)
+    _complete(output_file, config, state_dir)
     if placements:
         _append_platform_spec(output_file, placements)
     return output_file
