@@ -11,6 +11,7 @@ import datetime
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import run_cli
 from fake_kfp_api import API, FakeKfpApi, parse_robfig_cron
@@ -147,3 +148,29 @@ def test_the_schedule_check_says_how_to_write_kfps_cron():
         check_cron("0 1 * *")
     with pytest.raises(ValueError, match="'@every DURATION'"):
         check_cron("@often")
+
+
+def test_the_daily_pipeline_is_scheduled_with_its_window_and_state(tmp_path, serve):
+    for day in ("2026-11-24", "2026-11-25"):
+        (tmp_path / "events" / day).mkdir(parents=True)
+        (tmp_path / "events" / day / "rows.csv").write_text("x,label\n1,0\n2,1\n")
+    api = FakeKfpApi()
+    url = serve(api)
+    result = run_cli(
+        "submit", "--data", f"{tmp_path}/events/{{YYYY}}-{{MM}}-{{DD}}/", "--label", "label",
+        "--window", "7", "--serving-dir", "gs://bucket/serving", "--state-dir", "gs://bucket/state",
+        f"--host={url}", f"--pipeline-root={ROOT}", "--schedule", "0 30 1 * * *",
+        "--output", str(tmp_path / "daily.yaml"),
+    )  # fmt: skip
+    # The server's own checks of the spec (its Argo compiler's: no Resolver executor, task
+    # names, component references) pass, and each run gets its day.
+    assert result.returncode == 0, result.stderr
+    assert api.rejections == []
+    (recurring,) = api.recurring_runs
+    assert recurring["runtime_config"]["parameters"] == {"span": f"{SCHEDULED_DAY}-1d"}
+    spec = next(yaml.safe_load_all((tmp_path / "daily.yaml").read_text()))
+    tasks = spec["root"]["dag"]["tasks"]
+    assert {"SpanWindow", "RecordRun", "DriftCheck"} <= set(tasks)
+    window = tasks["SpanWindow"]["inputs"]["parameters"]
+    assert window["state_dir"]["runtimeValue"]["constant"] == "gs://bucket/state"
+    assert window["num_spans"]["runtimeValue"]["constant"] == 7
