@@ -45,7 +45,9 @@ def exists(path: str) -> bool:
     which TensorFlow's modular GCS plugin answers only to ``isdir``)."""
     if not is_remote(path):
         return os.path.exists(path)
-    return isdir(path) or _gfile().exists(path)
+    if "/" not in path.partition("://")[2].strip("/"):
+        return isdir(path)  # a bucket's root, which the plugin refuses as a file
+    return _gfile().exists(path) or isdir(path)
 
 
 def listdir(path: str) -> list[str]:
@@ -195,8 +197,6 @@ def make_folder(path: str) -> None:
 def copy_tree(source: str, destination: str, last: tuple[str, ...] = ()) -> None:
     """Copies folder ``source`` into ``destination``, the files named in ``last`` after all
     the others (a model loader waits for ``saved_model.pb``)."""
-    import tensorflow as tf
-
     walk = _gfile().walk(source) if is_remote(source) else os.walk(source)
     prefix = source.rstrip("/") + "/"
     files = []
@@ -205,7 +205,11 @@ def copy_tree(source: str, destination: str, last: tuple[str, ...] = ()) -> None
         make_folder(os.path.join(destination, below))
         files += [below + name for name in names]
     for relative in sorted(files, key=lambda f: (os.path.basename(f) in last, f)):
-        tf.io.gfile.copy(prefix + relative, os.path.join(destination, relative), overwrite=True)
+        target = os.path.join(destination, relative)
+        if is_remote(source) or is_remote(destination):
+            _gfile().copy(prefix + relative, target, overwrite=True)
+        else:
+            shutil.copyfile(prefix + relative, target)
 
 
 def remove_tree(path: str) -> None:

@@ -75,6 +75,11 @@ STAGED_PATH_PROPERTY = "staged_path"
 
 # DriftCheck: this span's statistics against the previous span's.
 PREVIOUS_STATISTICS_KEY = "previous_statistics"
+# ... and on its anomalies: the span compared with, each feature's measures (JSON) and the
+# drifted features (comma-separated).
+PREVIOUS_SPAN_PROPERTY = "previous_span"
+DRIFT_REPORT_PROPERTY = "drift"
+DRIFTED_PROPERTY = "drifted"
 MAX_JS_KEY = "max_js"
 MAX_LINF_KEY = "max_linf"
 

@@ -1,6 +1,7 @@
 """The compiled Kubeflow spec passes kfp's parser and the KFP server's upload checks."""
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -310,10 +311,15 @@ def test_a_shard_size_set_wins_over_the_default_reader_floor(compiled):
     assert "num_readers" not in parameters and "num_shards" not in parameters
 
 
-def test_data_in_spans_compiles_with_the_span_as_a_run_time_parameter(tmp_path):
+def _two_days(events: Path) -> None:
+    """Spans 1 and 2 of a tiny table, in ``events/day-{SPAN}/``."""
     for day in (1, 2):
-        (tmp_path / "events" / f"day-{day}").mkdir(parents=True)
-        (tmp_path / "events" / f"day-{day}" / "rows.csv").write_text("x,label\n1,0\n2,1\n")
+        (events / f"day-{day}").mkdir(parents=True)
+        (events / f"day-{day}" / "rows.csv").write_text("x,label\n1,0\n2,1\n")
+
+
+def test_data_in_spans_compiles_with_the_span_as_a_run_time_parameter(tmp_path):
+    _two_days(tmp_path / "events")
     output = tmp_path / "events.yaml"
     result = run_cli(
         "compile", "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
@@ -345,9 +351,7 @@ def test_data_in_spans_compiles_with_the_span_as_a_run_time_parameter(tmp_path):
 
 
 def test_a_window_compiles_to_span_window_and_record_run_over_the_daily_state(tmp_path):
-    for day in (1, 2):
-        (tmp_path / "events" / f"day-{day}").mkdir(parents=True)
-        (tmp_path / "events" / f"day-{day}" / "rows.csv").write_text("x,label\n1,0\n2,1\n")
+    _two_days(tmp_path / "events")
     output = tmp_path / "daily.yaml"
     result = run_cli(
         "compile", "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",

@@ -90,7 +90,7 @@ def test_the_base_model_is_the_newest_blessed_one_of_earlier_spans(tmp_path):
     daily_state.record_run(state, [1], _model("/root/day-1/model"), blessed=True)
     daily_state.record_run(state, [1, 2], _model("/root/day-2/model"), blessed=False)
     daily_state.record_run(state, [2, 3], _model("/root/day-3/model"), blessed=True)
-    models = daily_state.trained_models(state)
+    models = daily_state.trained_models(daily_state.runs(state))
 
     def base(end: int) -> str | None:
         found = choices.base_model(models, end)
@@ -111,7 +111,7 @@ def test_the_analyzer_cache_is_the_newest_of_a_transform_over_earlier_spans(tmp_
     cache.uri = "/root/day-1/cache"
     daily_state.record_run(state, [1], _model("/root/day-1/model"), True, cache)
     daily_state.record_run(state, [1, 2], _model("/root/day-2/model"), True)  # no cache
-    found = daily_state.analyzer_caches(state)
+    found = daily_state.analyzer_caches(daily_state.runs(state))
     assert [sorted(c.spans) for c in found] == [[1]]
     assert choices.analyzer_cache(found, 2).item["analyzer_cache"]["artifact"]["uri"] == (
         "/root/day-1/cache"

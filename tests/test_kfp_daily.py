@@ -17,7 +17,6 @@ agree.
 from __future__ import annotations
 
 import json
-import re
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -29,7 +28,7 @@ from tfx.types.artifact import Artifact
 
 from component_image import chown_for_the_image
 from conftest import run_cli, run_summary
-from daily_spans import SHIFTED_DAY, write_day
+from daily_spans import SHIFTED_DAY, page_window_and_drift, write_day
 from tfrecord_pipelines.components.spans.resolvers import span_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.image]
@@ -209,12 +208,10 @@ def test_the_reporters_page_shows_the_window_and_the_drift(days):
     _, kfp, _ = days
     page, _ = _output_metadata(kfp[SHIFTED_DAY]["Reporter"], "report")
     report = Path(page).read_text()
-    window = re.search(r'<table id="window">(.*?)</table>', report, re.S).group(1)
-    rows = re.findall(r'<tr data-span="(\d+)">(.*?)</tr>', window, re.S)
+    rows, drifted = page_window_and_drift(report)
     assert [span for span, _ in rows] == ["2", "3"]
     assert "an earlier run" in rows[0][1] and "analyzer cache" in rows[0][1]
     assert "this run" in rows[1][1] and "analyzed" in rows[1][1]
-    drifted = re.findall(r'data-feature="(\w+)" data-drifted="true"', report)
     assert sorted(drifted) == ["colour", "x"]
     assert "held back, the span drifted (colour,x)" in report
 

@@ -9,7 +9,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 
 from conftest import run_cli, run_summary
-from daily_spans import ROWS, write_day
+from daily_spans import ROWS, page_window_and_drift, write_day
 from tfrecord_pipelines.components.task import vocabulary_name
 from tfrecord_pipelines.local.run_record import open_store, read_run
 
@@ -164,12 +164,10 @@ def test_a_span_like_the_one_before_is_pushed_and_a_drifted_one_is_held_back(dai
 def test_the_report_shows_the_window_what_was_reused_and_the_drift(daily):
     _, output, _, _, _, day_3, _ = daily
     report = Path(re.search(r"report: +(\S+)", day_3).group(1)).read_text()
-    window = re.search(r'<table id="window">(.*?)</table>', report, re.S).group(1)
-    rows = re.findall(r'<tr data-span="(\d+)">(.*?)</tr>', window, re.S)
+    rows, drifted = page_window_and_drift(report)
     assert [span for span, _ in rows] == ["2", "3"]
     assert "an earlier run" in rows[0][1] and "analyzer cache" in rows[0][1]
     assert "this run" in rows[1][1] and "analyzed" in rows[1][1]
-    drifted = re.findall(r'data-feature="(\w+)" data-drifted="true"', report)
     assert sorted(drifted) == ["colour", "x"]
     assert "held back, the span drifted (colour,x)" in report
     # The push line gives the summary's reasons: the drift, and the blessing only if missing.

@@ -67,10 +67,11 @@ class SpanWindowExecutor(base_executor.BaseExecutor):
                 f"{never[0]}), then this one again."
             )
         previous = choices.previous_conversion(found, span)
-        models = daily_state.trained_models(state_dir)
+        runs = daily_state.runs(state_dir)
+        models = daily_state.trained_models(runs)
         base = choices.base_model(models, span)
         baseline = choices.baseline_model(models)
-        cache = choices.analyzer_cache(daily_state.analyzer_caches(state_dir), span)
+        cache = choices.analyzer_cache(daily_state.analyzer_caches(runs), span)
         chosen = {
             keys.WINDOW_KEY: [c.item["examples"] for c in window],
             keys.PREVIOUS_STATISTICS_KEY: [previous.item["statistics"]] if previous else [],

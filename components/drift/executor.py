@@ -17,8 +17,11 @@ from tfx.utils import io_utils
 from tfrecord_pipelines.components.drift.common_bins import on_common_bins
 from tfrecord_pipelines.components.keys import (
     ANOMALIES_KEY,
+    DRIFT_REPORT_PROPERTY,
+    DRIFTED_PROPERTY,
     MAX_JS_KEY,
     MAX_LINF_KEY,
+    PREVIOUS_SPAN_PROPERTY,
     PREVIOUS_STATISTICS_KEY,
     SCHEMA_KEY,
     STATISTICS_KEY,
@@ -101,13 +104,13 @@ class Executor(base_executor.BaseExecutor):
             ours, theirs = on_common_bins(_statistics(current), _statistics(previous))
             anomalies = tfdv.validate_statistics(ours, schema, previous_statistics=theirs)
             report = drift_report(anomalies)
-            output.set_int_custom_property("previous_span", previous.span)
+            output.set_int_custom_property(PREVIOUS_SPAN_PROPERTY, previous.span)
         drifted = sorted(name for name, r in report.items() if r["drifted"])
         logging.info("Drift against the previous span: %s", drifted or "none")
         io_utils.write_bytes_file(
             os.path.join(artifact_utils.get_split_uri([output], SPLIT), ANOMALIES_FILE),
             anomalies.SerializeToString(),
         )
-        output.set_string_custom_property("drift", json.dumps(report))
-        output.set_string_custom_property("drifted", ",".join(drifted))
+        output.set_string_custom_property(DRIFT_REPORT_PROPERTY, json.dumps(report))
+        output.set_string_custom_property(DRIFTED_PROPERTY, ",".join(drifted))
         output.span = current.span

@@ -28,6 +28,7 @@ from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.keys import (
     BLOCKED_PROPERTY,
     DRIFT_KEY,
+    DRIFTED_PROPERTY,
     ON_DRIFT_KEY,
     PUBLISH_AFTER_METADATA,
     PUBLISH_KEY,
@@ -67,7 +68,7 @@ def copy_model(model_path: str, destination: str) -> None:
 def _drifted(input_dict: dict[str, list[types.Artifact]]) -> str:
     """The drifted features of the model's span, comma-separated ("" without drift)."""
     drift = input_dict.get(DRIFT_KEY) or []
-    return drift[0].get_string_custom_property("drifted") if drift else ""
+    return drift[0].get_string_custom_property(DRIFTED_PROPERTY) if drift else ""
 
 
 class Executor(pusher_executor.Executor):

@@ -132,18 +132,17 @@ def runs(state_dir: str) -> list[dict]:
     return sorted(found, key=lambda r: r["recorded_ns"])
 
 
-def trained_models(state_dir: str) -> list[choices.Trained]:
-    """Every recorded run's model, each with its record as ``item``."""
+def trained_models(records: list[dict]) -> list[choices.Trained]:
+    """Each model of ``records`` (``runs``), with its record as ``item``."""
     return [
-        choices.Trained(frozenset(r["spans"]), r["blessed"], r["recorded_ns"], r)
-        for r in runs(state_dir)
+        choices.Trained(frozenset(r["spans"]), r["blessed"], r["recorded_ns"], r) for r in records
     ]
 
 
-def analyzer_caches(state_dir: str) -> list[choices.Trained]:
-    """Every recorded run's analyzer cache, each with its record as ``item``."""
+def analyzer_caches(records: list[dict]) -> list[choices.Trained]:
+    """Each analyzer cache of ``records`` (``runs``), with its record as ``item``."""
     return [
         choices.Trained(frozenset(r["spans"]), False, r["recorded_ns"], r)
-        for r in runs(state_dir)
+        for r in records
         if r.get("analyzer_cache")
     ]

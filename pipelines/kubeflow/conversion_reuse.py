@@ -58,7 +58,23 @@ def _examples_output(executor_input: pipeline_spec_pb2.ExecutorInput):
     return executor_input.outputs.artifacts[keys.EXAMPLES_KEY].artifacts[0]
 
 
-def mark(executor_input: pipeline_spec_pb2.ExecutorInput) -> str:
+def reused(state_dir: str, executor_input: pipeline_spec_pb2.ExecutorInput) -> bool:
+    """Marks the examples output with its conversion key; hands on a recorded conversion of
+    the same span, files and settings if the daily state holds one. Returns whether it did
+    (then the executor output is written and nothing is to be converted)."""
+    _mark(executor_input)
+    record = _find(state_dir, executor_input)
+    if record is None:
+        return False
+    _reuse(record, executor_input)
+    print(
+        "This span's files and settings were converted by an earlier run: reusing "
+        f"{record[keys.EXAMPLES_KEY]['artifact']['uri']}"
+    )
+    return True
+
+
+def _mark(executor_input: pipeline_spec_pb2.ExecutorInput) -> str:
     """Puts the conversion key on the examples output, in place; returns it."""
     key = conversion_key(executor_input)
     _examples_output(executor_input).metadata.fields[
@@ -67,9 +83,9 @@ def mark(executor_input: pipeline_spec_pb2.ExecutorInput) -> str:
     return key
 
 
-def find(state_dir: str, executor_input: pipeline_spec_pb2.ExecutorInput) -> dict | None:
+def _find(state_dir: str, executor_input: pipeline_spec_pb2.ExecutorInput) -> dict | None:
     """The newest recorded conversion of the same span, version, files and settings as the
-    one ``executor_input`` asks for (after TFX's driver and ``mark``), or None."""
+    one ``executor_input`` asks for (after TFX's driver and ``_mark``), or None."""
     from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils
     from tfx.types.artifact import Artifact
 
@@ -100,7 +116,7 @@ def _same_conversion(recorded, wanted) -> bool:
     )
 
 
-def reuse(record: dict, executor_input: pipeline_spec_pb2.ExecutorInput) -> None:
+def _reuse(record: dict, executor_input: pipeline_spec_pb2.ExecutorInput) -> None:
     """Writes the executor output that hands on ``record``'s conversion instead of a new one."""
     import tensorflow as tf
 

@@ -355,16 +355,8 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
         _run_example_gen_driver(executor_input, args.json_serialized_inputs_spec_args)
         # Only the daily pipeline's ExampleGen has it (not the KFP components' entry point).
         state_dir = getattr(args, DAILY_STATE_FLAG, None)
-        if state_dir:
-            conversion_reuse.mark(executor_input)
-            record = conversion_reuse.find(state_dir, executor_input)
-            if record is not None:
-                conversion_reuse.reuse(record, executor_input)
-                print(
-                    "This span's files and settings were converted by an earlier run: reusing "
-                    f"{record[keys.EXAMPLES_KEY]['artifact']['uri']}"
-                )
-                return
+        if state_dir and conversion_reuse.reused(state_dir, executor_input):
+            return
 
     repaired_args = argparse.Namespace(
         **{

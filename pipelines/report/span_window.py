@@ -8,7 +8,12 @@ import json
 from typing import TYPE_CHECKING
 
 from tfrecord_pipelines.components import keys
-from tfrecord_pipelines.components.keys import ANALYSIS_KEY, SHARD_PLAN_KEY
+from tfrecord_pipelines.components.keys import (
+    ANALYSIS_KEY,
+    DRIFT_REPORT_PROPERTY,
+    PREVIOUS_SPAN_PROPERTY,
+    SHARD_PLAN_KEY,
+)
 from tfrecord_pipelines.components.spans.resolvers import WINDOW_RESOLVER, span_of
 from tfrecord_pipelines.components.spans.window import conversion
 from tfrecord_pipelines.definition.pipeline import DRIFT_CHECK_ID, EXAMPLE_GEN_ID, TRANSFORM_ID
@@ -69,29 +74,36 @@ def summarize_window(run: dict[str, NodeExecution]) -> WindowSummary | None:
         if example_gen and example_gen.state == "complete"
         else None
     )
-    spans, spans_by_uri = [], {}
+    graph = transform.output(keys.TRANSFORM_GRAPH_KEY)
+    conversions = []
     for artifact in transform.inputs.get(keys.EXAMPLES_KEY, []):
         props = artifact.custom_properties
-        plan = json.loads(props[SHARD_PLAN_KEY].string_value) if SHARD_PLAN_KEY in props else {}
         span, version = conversion(props)
+        plan = props[SHARD_PLAN_KEY].string_value if SHARD_PLAN_KEY in props else ""
+        conversions.append(
+            (artifact.uri, span, version, plan, own is not None and own.id == artifact.id)
+        )
+    analysis = graph.custom_properties if graph is not None else {}
+    return _summary(
+        conversions,
+        analysis[ANALYSIS_KEY].string_value if ANALYSIS_KEY in analysis else "",
+    )
+
+
+def _summary(conversions: list[tuple], analysis: str) -> WindowSummary:
+    """The window of ``conversions`` (each: its folder, span, version, shard plan's JSON and
+    whether this run converted it), with what Transform recorded of its analysis (the
+    graph's ``keys.ANALYSIS_KEY``, JSON; "" when it recorded none)."""
+    spans, spans_by_uri = [], {}
+    for uri, span, version, plan_text, own in conversions:
+        plan = json.loads(plan_text or "{}")
         rows = {name: split["records"] for name, split in plan.get("splits", {}).items()}
-        spans.append(WindowSpan(span, version, rows, own is not None and own.id == artifact.id))
-        spans_by_uri[artifact.uri.rstrip("/")] = span
-    graph = transform.output(keys.TRANSFORM_GRAPH_KEY)
-    analysis = {}
-    if graph is not None and ANALYSIS_KEY in graph.custom_properties:
-        analysis = json.loads(graph.custom_properties[ANALYSIS_KEY].string_value)
-    return _summary(spans, spans_by_uri, analysis)
-
-
-def _summary(
-    spans: list[WindowSpan], spans_by_uri: dict[str, int], analysis: dict
-) -> WindowSummary:
-    """The window of ``spans`` (their conversions' folders: ``spans_by_uri``), with what
-    Transform recorded of its analysis (``keys.ANALYSIS_KEY``)."""
+        spans.append(WindowSpan(span, version, rows, own))
+        spans_by_uri[uri.rstrip("/")] = span
+    analyzed = json.loads(analysis or "{}")
 
     def spans_of(key: str) -> tuple[int, ...]:
-        found = (_span_of_pattern(p, spans_by_uri) for p in analysis.get(key, []))
+        found = (_span_of_pattern(p, spans_by_uri) for p in analyzed.get(key, []))
         return tuple(sorted(s for s in found if s is not None))
 
     return WindowSummary(
@@ -106,24 +118,27 @@ def window_of_artifacts(
 ) -> WindowSummary:
     """The window from its Examples artifacts as a Kubeflow task gets them (SpanWindow's),
     this run's conversion at ``own_uri``, and Transform's graph."""
-    spans, spans_by_uri = [], {}
-    for artifact in window:
-        plan = json.loads(artifact.get_string_custom_property(SHARD_PLAN_KEY) or "{}")
-        rows = {name: split["records"] for name, split in plan.get("splits", {}).items()}
-        own = own_uri is not None and artifact.uri.rstrip("/") == own_uri.rstrip("/")
-        spans.append(WindowSpan(span_of(artifact), None, rows, own))
-        spans_by_uri[artifact.uri.rstrip("/")] = span_of(artifact)
+    conversions = [
+        (
+            artifact.uri,
+            span_of(artifact),
+            None,
+            artifact.get_string_custom_property(SHARD_PLAN_KEY),
+            own_uri is not None and artifact.uri.rstrip("/") == own_uri.rstrip("/"),
+        )
+        for artifact in window
+    ]
     analysis = graph.get_string_custom_property(ANALYSIS_KEY) if graph is not None else ""
-    return _summary(spans, spans_by_uri, json.loads(analysis or "{}"))
+    return _summary(conversions, analysis)
 
 
 def drift_of(anomalies: types.Artifact) -> tuple[int, dict[str, dict]] | None:
     """The previous span and each feature's drift from it, from DriftCheck's output as a
     Kubeflow task gets it; None without a comparison."""
-    if not anomalies.has_custom_property("previous_span"):
+    if not anomalies.has_custom_property(PREVIOUS_SPAN_PROPERTY):
         return None
-    report = json.loads(anomalies.get_string_custom_property("drift"))
-    return anomalies.get_int_custom_property("previous_span"), report
+    report = json.loads(anomalies.get_string_custom_property(DRIFT_REPORT_PROPERTY))
+    return anomalies.get_int_custom_property(PREVIOUS_SPAN_PROPERTY), report
 
 
 def read_drift(run: dict[str, NodeExecution]) -> tuple[int, dict[str, dict]] | None:
@@ -131,7 +146,8 @@ def read_drift(run: dict[str, NodeExecution]) -> tuple[int, dict[str, dict]] | N
     threshold, drifted}}``), as DriftCheck recorded them; None without a comparison."""
     node = run.get(DRIFT_CHECK_ID)
     anomalies = node.output(keys.ANOMALIES_KEY) if node else None
-    if anomalies is None or "previous_span" not in anomalies.custom_properties:
+    props = anomalies.custom_properties if anomalies is not None else {}
+    if PREVIOUS_SPAN_PROPERTY not in props:
         return None
-    report = json.loads(anomalies.custom_properties["drift"].string_value)
-    return anomalies.custom_properties["previous_span"].int_value, report
+    report = json.loads(props[DRIFT_REPORT_PROPERTY].string_value)
+    return props[PREVIOUS_SPAN_PROPERTY].int_value, report
