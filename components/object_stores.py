@@ -17,13 +17,35 @@ objects, not folders: TFX's ExampleGen driver's glob of
 ``gs://`` in TFX's file system registry, TFX's TensorFlow file system with the
 project's glob (``filesystem.glob``, level by level).
 
+S3 (AWS, MinIO): core TensorFlow 2.16 has no ``s3://`` file system; tensorflow-io's
+plugin library has one, reaching the server its own ``S3_ENDPOINT`` names.
+``configure`` points it at ``AWS_ENDPOINT_URL`` (the AWS SDKs' and CLI's variable)
+and loads the library as soon as TensorFlow is imported, when a process is
+given an ``s3://`` path or an S3 endpoint. Credentials stay the AWS SDK's:
+``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, a profile, or the pod's role.
+
+The library in tensorflow-io 0.37.1's wheel aborts every process that used it
+at exit ("pure virtual method called", status 134): its AWS SDK client's
+static destructor logs through a log system already destroyed
+(tensorflow/io#2039; fixed in the source by tensorflow/io#2120, in no release).
+A process given S3 therefore ends with ``os._exit``, after Python's own exit
+handlers and before C++'s static destructors, with the status it recorded
+(``exit_status``; the entry points record theirs), or else 1 after an uncaught
+exception and 0 otherwise.
+
 Call it before TensorFlow is imported (the command line and the Kubeflow
 entry point do); worker processes inherit the variables.
 """
 
 from __future__ import annotations
 
+import atexit
+import importlib.abc
+import importlib.util
+import logging
 import os
+import sys
+from collections.abc import Sequence
 
 # The ecosystem's names for a GCS emulator: Python's client library's and google-cloud-cpp's.
 GCS_EMULATOR_HOST = "STORAGE_EMULATOR_HOST"
@@ -37,6 +59,15 @@ _PLUGIN_SETTINGS = {
     "GCS_STAT_CACHE_MAX_AGE": "0",
     "GCS_STAT_CACHE_MAX_ENTRIES": "0",
 }
+# The AWS SDKs' names for an S3 endpoint, the service's own first.
+AWS_ENDPOINTS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+# tensorflow-io's S3 plugin's own endpoint variable (a URL, as the SDKs' are).
+S3_ENDPOINT = "S3_ENDPOINT"
+S3_SCHEME = "s3://"
+# The status a process given S3 ends with, when recorded (exit_status); unrecorded, 1 after
+# an uncaught exception and 0 otherwise, as Python's own exit would give.
+_exit_status: int | None = None
+_s3_configured = False
 
 
 def gcs_emulator() -> str | None:
@@ -47,17 +78,87 @@ def gcs_emulator() -> str | None:
     return endpoint if "://" in endpoint else f"http://{endpoint}"
 
 
-def configure() -> None:
-    """When a GCS emulator is named, makes TensorFlow reach it through its modular plugin."""
+def configure(argv: Sequence[str] = ()) -> None:
+    """Points TensorFlow's file systems at the object stores the environment names.
+
+    A GCS emulator: TensorFlow's modular GCS plugin. S3, when ``argv`` names an
+    ``s3://`` path or an S3 endpoint is set: tensorflow-io's plugin, loaded when
+    TensorFlow is imported.
+    """
+    if gcs_emulator() is not None:
+        _configure_gcs()
+    if any(S3_SCHEME in arg for arg in argv) or _s3_endpoint() is not None:
+        _configure_s3()
+
+
+def exit_status(status: int | str | None) -> int:
+    """Records the status this process ends with (``sys.exit``'s argument); returns it."""
+    global _exit_status
+    _exit_status = status if isinstance(status, int) else 0 if status is None else 1
+    return _exit_status
+
+
+def _configure_gcs() -> None:
     endpoint = gcs_emulator()
-    if endpoint is None:
-        return
     os.environ.setdefault(GCS_EMULATOR_ENDPOINT, endpoint)
     os.environ.setdefault(GCS_EMULATOR_HOST, endpoint)
     os.environ["TF_USE_MODULAR_FILESYSTEM"] = "1"
     for name, value in _PLUGIN_SETTINGS.items():
         os.environ.setdefault(name, value)
     _register_glob_for_tfx()
+
+
+def _s3_endpoint() -> str | None:
+    return next((os.environ[name] for name in (S3_ENDPOINT, *AWS_ENDPOINTS)
+                 if os.environ.get(name)), None)  # fmt: skip
+
+
+def _configure_s3() -> None:
+    endpoint = next((os.environ[name] for name in AWS_ENDPOINTS if os.environ.get(name)), None)
+    if endpoint and not os.environ.get(S3_ENDPOINT):
+        os.environ[S3_ENDPOINT] = endpoint
+    global _s3_configured
+    if _s3_configured:
+        return
+    _s3_configured = True
+    atexit.register(_end_before_static_destructors)
+    if "tensorflow" in sys.modules:
+        _load_s3_plugin()
+    else:
+        sys.meta_path.insert(0, _LoadS3AfterTensorFlow())
+
+
+def _load_s3_plugin() -> None:
+    # tensorflow_io's import registers its file systems (tf.Transform imports it too).
+    import tensorflow_io  # noqa: F401
+
+
+class _LoadS3AfterTensorFlow(importlib.abc.MetaPathFinder):
+    """Registers tensorflow-io's file systems once ``tensorflow`` has been imported."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "tensorflow":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        execute = spec.loader.exec_module
+
+        def exec_module(module):
+            execute(module)
+            _load_s3_plugin()
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _end_before_static_destructors() -> None:
+    # Registered before TensorFlow, Beam and TFX register theirs: runs after them.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if _exit_status is not None:
+        os._exit(_exit_status)
+    os._exit(1 if getattr(sys, "last_value", None) is not None else 0)
 
 
 def _register_glob_for_tfx() -> None:

@@ -1,4 +1,5 @@
-"""Object-store servers on 127.0.0.1 for the tests: fake-gcs-server, from its PyPI wheel.
+"""Object-store servers on 127.0.0.1 for the tests: fake-gcs-server, from its PyPI wheel, and
+moto's S3 server.
 
 The wheel's own launcher leaves out ``-public-host``: google-cloud-cpp (TensorFlow's GCS
 plugin) reads objects by the XML API's path (``GET /bucket/object``) with the
@@ -10,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import platform
 import subprocess
+import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -32,25 +35,62 @@ def gcs_server(buckets: Path) -> Iterator[str]:
     """Serves ``buckets`` (one folder per bucket, its files the objects); yields the URL."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
+    with _serving(
         [str(_binary()), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port),
          "-public-host", "127.0.0.1", "-backend", "memory", "-data", str(buckets),
          "-log-level", "warn"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/storage/v1/b", timeout=1).read()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError(
-                        f"fake-gcs-server did not start: {server.stderr.read()}"
-                    ) from None
-                time.sleep(0.1)
+        f"{url}/storage/v1/b",
+    ):  # fmt: skip
         yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+
+
+# The AWS SDKs' variables for moto's server: its endpoint, any key (moto accepts all), a region.
+S3_TEST_KEYS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
+
+
+@contextlib.contextmanager
+def s3_server(buckets: Path) -> Iterator[str]:
+    """moto's S3 server holding ``buckets`` (one folder per bucket, its files the objects);
+    yields the URL."""
+    import boto3
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with _serving([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                  f"{url}/moto-api/"):  # fmt: skip
+        client = boto3.client(
+            "s3", endpoint_url=url, aws_access_key_id=S3_TEST_KEYS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=S3_TEST_KEYS["AWS_SECRET_ACCESS_KEY"],
+            region_name=S3_TEST_KEYS["AWS_DEFAULT_REGION"],
+        )  # fmt: skip
+        for bucket in sorted(p for p in buckets.iterdir() if p.is_dir()):
+            client.create_bucket(Bucket=bucket.name)
+            for path in sorted(p for p in bucket.rglob("*") if p.is_file()):
+                client.upload_file(str(path), bucket.name, path.relative_to(bucket).as_posix())
+        yield url
+
+
+@contextlib.contextmanager
+def _serving(command: list[str], ready_url: str) -> Iterator[None]:
+    """Runs ``command`` until the block ends, once ``ready_url`` answers."""
+    # A file, not a pipe: moto logs every request, and a full pipe would stall the server.
+    with tempfile.TemporaryFile() as log:
+        server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    urllib.request.urlopen(ready_url, timeout=1).read()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or server.poll() is not None:
+                        log.seek(0)
+                        raise RuntimeError(
+                            f"{command[0]} did not start: {log.read()[-2000:]}"
+                        ) from None
+                    time.sleep(0.1)
+            yield
+        finally:
+            server.terminate()
+            server.wait(timeout=10)

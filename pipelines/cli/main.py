@@ -67,10 +67,15 @@ def _configure_logging(verbose: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs the CLI; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-    object_stores.configure()
+    object_stores.configure(argv)
     _configure_logging(args.verbose)
+    return object_stores.exit_status(_run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         {
             "run": run_command.run_run,

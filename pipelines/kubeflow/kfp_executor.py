@@ -389,8 +389,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Runs the entry point on argv (default: sys.argv), as ``python -m`` does."""
     from absl import app
 
-    object_stores.configure()
-    app.run(run, argv=list(argv if argv is not None else sys.argv), flags_parser=_parse_args)
+    argv = list(argv if argv is not None else sys.argv)
+    object_stores.configure(argv)
+    try:
+        app.run(run, argv=argv, flags_parser=_parse_args)
+    except SystemExit as done:
+        object_stores.exit_status(done.code)
+        raise
 
 
 if __name__ == "__main__":

@@ -149,9 +149,15 @@ def run(component_name: str, executor_input_json: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Checks the arguments, then runs the component (``python -m`` passes sys.argv)."""
-    args = _parse_args(list(sys.argv[1:] if argv is None else argv))
-    object_stores.configure()
-    run(args.component, args.executor_input)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parse_args(argv)
+    object_stores.configure(argv)
+    try:
+        run(args.component, args.executor_input)
+    except SystemExit as done:
+        object_stores.exit_status(done.code)
+        raise
+    object_stores.exit_status(0)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,150 @@
+"""Data, shards and the serving folder in S3, on a real S3 server (moto's, on 127.0.0.1),
+reached through the AWS SDKs' own variables alone (AWS_ENDPOINT_URL, the keys, a region):
+TensorFlow through tensorflow-io's S3 plugin, which every process ends without the plugin's
+abort at exit (status 0, not 134)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import boto3
+import pytest
+from object_store_servers import S3_TEST_KEYS, s3_server
+
+from conftest import REPO_ROOT
+from daily_spans import write_day
+
+PENGUINS = REPO_ROOT / "data" / "penguins" / "penguins.csv"
+# Each test starts the command line or a script, TensorFlow and all, against the server.
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """Bucket ``lake``: two days of events (``events/day-N/``) and penguins converted to
+    shards; bucket ``models`` for the serving folder."""
+    root = tmp_path_factory.mktemp("buckets")
+    for day in (1, 2):
+        write_day(root / "lake" / "events" / f"day-{day}", seed=day)
+    converted = _run({}, "-m", "tfrecord_pipelines", "convert", str(PENGUINS),
+                     str(root / "lake" / "shards"), "--label", "species")  # fmt: skip
+    assert converted.returncode == 0, converted.stderr[-3000:]
+    (root / "models").mkdir()
+    (root / "models" / "README").write_text("serving folders\n")
+    with s3_server(root) as url:
+        yield {"AWS_ENDPOINT_URL": url, **S3_TEST_KEYS}
+
+
+def _run(server: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("AWS_", "S3_", "GCS_", "CLOUD_STORAGE_", "STORAGE_EMULATOR"))
+    }
+    env.update(server, TF_USE_LEGACY_KERAS="1")
+    return subprocess.run(
+        [sys.executable, *args], env=env, capture_output=True, text=True, timeout=900
+    )
+
+
+def _objects(server: dict[str, str], bucket: str, prefix: str) -> list[str]:
+    client = boto3.client(
+        "s3", endpoint_url=server["AWS_ENDPOINT_URL"],
+        aws_access_key_id=server["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=server["AWS_SECRET_ACCESS_KEY"],
+        region_name=server["AWS_DEFAULT_REGION"],
+    )  # fmt: skip
+    listed = client.list_objects_v2(Bucket=bucket, Prefix=prefix)
+    return sorted(item["Key"] for item in listed.get("Contents", []))
+
+
+@pytest.fixture(scope="module")
+def windowed_run(server, tmp_path_factory):
+    """A local run over the window of days 1 and 2, read from the bucket."""
+    output = tmp_path_factory.mktemp("run")
+    done = _run(server, "-m", "tfrecord_pipelines", "run",
+                "--data", "s3://lake/events/day-{SPAN}/", "--label", "label", "--window", "2",
+                "--output", str(output), "--train-steps", "20", "--min-accuracy", "0",
+                "--name", "events")  # fmt: skip
+    return done
+
+
+def test_a_windowed_run_reads_each_span_from_the_bucket(windowed_run):
+    assert windowed_run.returncode == 0, windowed_run.stderr[-3000:]
+    assert re.search(r"window: +2 span\(s\) \(1-2\)", windowed_run.stdout)
+    assert re.search(r"drift: +none against span 1", windowed_run.stdout)
+    assert re.search(r"pushed model: +\S+/serving_model/events/\d+", windowed_run.stdout)
+
+
+_PUSH = """
+import json, sys
+from tfrecord_pipelines.components import object_stores
+object_stores.configure()
+from tfx.types import standard_artifacts
+from tfrecord_pipelines.components.pusher.executor import Executor
+
+model, blessing = standard_artifacts.Model(), standard_artifacts.ModelBlessing()
+model.uri, blessing.uri = sys.argv[1], sys.argv[2]
+blessing.set_int_custom_property("blessed", 1)
+inputs = {"model": [model], "model_blessing": [blessing]}
+scratch = sys.argv[2]
+pushed = standard_artifacts.PushedModel()
+pushed.uri = scratch + "/pushed"
+destination = {"filesystem": {"base_directory": "s3://models/serving"}}
+Executor().Do(inputs, {"pushed_model": [pushed]}, {"push_destination": json.dumps(destination)})
+print(json.dumps({"pushed": pushed.get_int_custom_property("pushed"),
+                  "destination": pushed.get_string_custom_property("pushed_destination")}))
+"""
+
+
+def test_the_pusher_publishes_the_model_into_the_bucket(server, windowed_run, tmp_path):
+    """The project's Pusher (staged copy, saved_model.pb last, then moved into place), into
+    ``s3://models/serving``, with the windowed run's model."""
+    assert windowed_run.returncode == 0, windowed_run.stderr[-3000:]
+    model = re.search(r"trained model: +(\S+)", windowed_run.stdout).group(1)
+    done = _run(server, "-c", _PUSH, model, str(tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    pushed = json.loads(done.stdout.strip().splitlines()[-1])
+    assert pushed["pushed"] == 1
+    version = pushed["destination"].removeprefix("s3://models/serving/")
+    objects = _objects(server, "models", "serving/")
+    assert f"serving/{version}/saved_model.pb" in objects
+    assert any(name.startswith(f"serving/{version}/variables/") for name in objects)
+    assert not [name for name in objects if "/.staged-" in name]
+
+
+_READ_SHARDS = """
+import json
+from tfrecord_pipelines.components import object_stores
+object_stores.configure()
+from tfrecord_pipelines.components.tfrecord_inspect import inspect_records
+from tfrecord_pipelines.components.trainer import make_dataset
+
+split = "s3://lake/shards/Split-train"
+inspection = inspect_records(split)
+spec = {name: feature.to_tf() for name, feature in inspection.feature_spec.items()}
+batches = make_dataset(f"{split}/*", spec, 64, training=False, num_epochs=1, compression="GZIP")
+rows = sum(int(batch["species"].shape[0]) for batch in batches)
+print(json.dumps({"inspected": inspection.records, "read": rows, "files": len(inspection.files)}))
+"""
+
+
+def test_the_trainers_input_reads_shards_from_the_bucket(server):
+    """make_dataset's parallel reads and batch parsing over s3:// shards."""
+    done = _run(server, "-c", _READ_SHARDS)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["files"] > 1
+    assert found["read"] == found["inspected"] == 229  # penguins' train split
+
+
+def test_a_missing_bucket_is_one_line(server, tmp_path):
+    done = _run(server, "-m", "tfrecord_pipelines", "run", "--data", "s3://nowhere/events/",
+                "--label", "label", "--output", str(tmp_path))  # fmt: skip
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.strip().splitlines()[-1].startswith("error: ")
+    assert "s3://nowhere/events" in done.stderr
