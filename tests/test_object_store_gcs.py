@@ -14,7 +14,7 @@ import sys
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from object_store_servers import gcs_server
+from object_store_servers import READ_SHARDS, gcs_server
 
 from conftest import REPO_ROOT
 
@@ -84,26 +84,10 @@ def test_a_run_trains_on_a_hive_folder_in_the_bucket(bucket, tmp_path):
     assert re.search(r"quarantined: +0 input records", done.stdout)
 
 
-_READ_SHARDS = """
-import json
-from tfrecord_pipelines.components import object_stores
-object_stores.configure()
-from tfrecord_pipelines.components.tfrecord_inspect import inspect_records
-from tfrecord_pipelines.components.trainer import make_dataset
-
-split = "gs://lake/shards/Split-train"
-inspection = inspect_records(split)
-spec = {name: feature.to_tf() for name, feature in inspection.feature_spec.items()}
-batches = make_dataset(f"{split}/*", spec, 64, training=False, num_epochs=1, compression="GZIP")
-rows = sum(int(batch["species"].shape[0]) for batch in batches)
-print(json.dumps({"inspected": inspection.records, "read": rows, "files": len(inspection.files)}))
-"""
-
-
 def test_the_trainers_input_reads_shards_from_the_bucket(bucket):
     """make_dataset's parallel reads (interleave over the shards) and batch parsing, on
     gs:// shards; the feature spec from the project's own reader of the same objects."""
-    done = _cli(bucket, "-c", _READ_SHARDS)
+    done = _cli(bucket, "-c", READ_SHARDS, "gs://lake/shards/Split-train")
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["files"] > 1

@@ -13,7 +13,7 @@ import sys
 
 import boto3
 import pytest
-from object_store_servers import S3_TEST_KEYS, s3_server
+from object_store_servers import READ_SHARDS, S3_TEST_KEYS, s3_server
 
 from conftest import REPO_ROOT
 from daily_spans import write_day
@@ -117,25 +117,9 @@ def test_the_pusher_publishes_the_model_into_the_bucket(server, windowed_run, tm
     assert not [name for name in objects if "/.staged-" in name]
 
 
-_READ_SHARDS = """
-import json
-from tfrecord_pipelines.components import object_stores
-object_stores.configure()
-from tfrecord_pipelines.components.tfrecord_inspect import inspect_records
-from tfrecord_pipelines.components.trainer import make_dataset
-
-split = "s3://lake/shards/Split-train"
-inspection = inspect_records(split)
-spec = {name: feature.to_tf() for name, feature in inspection.feature_spec.items()}
-batches = make_dataset(f"{split}/*", spec, 64, training=False, num_epochs=1, compression="GZIP")
-rows = sum(int(batch["species"].shape[0]) for batch in batches)
-print(json.dumps({"inspected": inspection.records, "read": rows, "files": len(inspection.files)}))
-"""
-
-
 def test_the_trainers_input_reads_shards_from_the_bucket(server):
     """make_dataset's parallel reads and batch parsing over s3:// shards."""
-    done = _run(server, "-c", _READ_SHARDS)
+    done = _run(server, "-c", READ_SHARDS, "s3://lake/shards/Split-train")
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["files"] > 1
