@@ -39,6 +39,10 @@ NUM_SHARDS_KEY = "num_shards"
 COMPRESSION_KEY = "compression"
 MAX_BAD_FRACTION_KEY = "max_bad_fraction"
 LABEL_KEY = "label_key"
+# The label names classes (classification): ExampleGen's statistics count an integer
+# label's values too, as the custom statistic below, so that Transform reads no record.
+CATEGORICAL_LABEL_KEY = "categorical_label"
+CLASS_COUNTS_STATISTIC = "tfrecord_pipelines.class_counts"
 BLOCK_BYTES_KEY = "block_bytes"
 ENCODING_KEY = "encoding"
 DELIMITER_KEY = "delimiter"

@@ -10,7 +10,7 @@ import tensorflow as tf
 import tensorflow_data_validation as tfdv
 import tensorflow_transform as tft
 import tensorflow_transform.beam as tft_beam
-from tensorflow_metadata.proto.v0 import statistics_pb2
+from tensorflow_metadata.proto.v0 import schema_pb2, statistics_pb2
 from tensorflow_transform import impl_helper
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
@@ -28,7 +28,11 @@ RAW_SPEC = {
     "flat": tf.io.VarLenFeature(tf.float32),
     "label": tf.io.FixedLenFeature([1], tf.string),
     "class_id": tf.io.FixedLenFeature([1], tf.int64),
+    # A boolean column, as ExampleGen stores it: the integers 0 and 1.
+    "flag": tf.io.FixedLenFeature([1], tf.int64),
 }
+# Integer labels, whose classes ExampleGen's statistics count in a classification.
+INTEGER_LABELS = ("class_id", "flag")
 # Drops what the task leaves out: the other label, and "flat" (one value, the same in
 # every row: a variance of 0).
 TASK = Task(
@@ -51,6 +55,7 @@ def _rows(seed: int = 0) -> list[dict]:
             "flat": [2.5],
             "label": [rng.choice([b"yes", b"no", b"maybe"])],
             "class_id": [rng.randrange(3)],
+            "flag": [int(rng.random() < 0.3)],
         })  # fmt: skip
     return rows
 
@@ -67,19 +72,27 @@ def _example(row: dict) -> bytes:
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-@pytest.fixture(scope="module")
-def statistics_path(tmp_path_factory) -> str:
-    """The rows' statistics as ExampleGen computes them (its TFDV options)."""
-    folder = tmp_path_factory.mktemp("statistics")
+def _statistics(folder, class_label: str | None) -> str:
+    """The rows' statistics as ExampleGen computes them (its TFDV options); their path."""
+    folder.mkdir(parents=True, exist_ok=True)
     records = str(folder / "train.tfrecord")
     with tf.io.TFRecordWriter(records) as writer:
         for row in _rows():
             writer.write(_example(row))
-    stats = tfdv.generate_statistics_from_tfrecord(records, stats_options=stats_options("csv"))
+    options = stats_options("csv", class_label)
+    stats = tfdv.generate_statistics_from_tfrecord(records, stats_options=options)
     path = str(folder / "FeatureStats.pb")
     with open(path, "wb") as f:
         f.write(stats.SerializeToString())
     return path
+
+
+@pytest.fixture(scope="module")
+def statistics_paths(tmp_path_factory) -> dict[str, str]:
+    """ExampleGen's statistics in a classification of each label, by label: an integer
+    label's classes counted (a string's, listed by TFDV, are not counted again)."""
+    folder = tmp_path_factory.mktemp("statistics")
+    return {label: _statistics(folder / label, label) for label in ("label", *INTEGER_LABELS)}
 
 
 def _analyze_and_transform(config: dict, output: str) -> list[dict]:
@@ -102,13 +115,13 @@ def _analyze_and_transform(config: dict, output: str) -> list[dict]:
     return list(np.load(os.path.join(output, "rows.npy"), allow_pickle=True))
 
 
-@pytest.mark.parametrize("label", ["label", "class_id"])
-def test_vocabularies_means_and_variances_equal_tf_transforms(statistics_path, tmp_path, label):
+@pytest.mark.parametrize("label", ["label", "class_id", "flag"])
+def test_vocabularies_means_and_variances_equal_tf_transforms(statistics_paths, tmp_path, label):
     task = Task(label=label, inputs=TASK.inputs, multi_valued=TASK.multi_valued)
     config = task.to_custom_config()
     analyzed = _analyze_and_transform(config, str(tmp_path / "analyzed"))
     from_statistics = _analyze_and_transform(
-        {**config, statistics_analysis.STATISTICS_PATH_KEY: statistics_path},
+        {**config, statistics_analysis.STATISTICS_PATH_KEY: statistics_paths[label]},
         str(tmp_path / "from_statistics"),
     )
     graphs = [
@@ -136,14 +149,50 @@ def _has_analyzers(config: dict) -> bool:
     return has_analyzers(lambda x: preprocessing_fn(x, config), specs)
 
 
-def test_nothing_is_left_to_analyze_but_an_integer_label(statistics_path):
-    """With the statistics, a string label leaves no analyzer (Transform then runs in
-    place, without reading the data); an integer label's vocabulary is still tf.Transform's."""
-    with_statistics = {statistics_analysis.STATISTICS_PATH_KEY: statistics_path}
-    assert _has_analyzers(TASK.to_custom_config())
-    assert not _has_analyzers({**TASK.to_custom_config(), **with_statistics})
-    integer_label = Task(label="class_id", inputs=TASK.inputs, multi_valued=TASK.multi_valued)
-    assert _has_analyzers({**integer_label.to_custom_config(), **with_statistics})
+@pytest.mark.parametrize("label", ["label", *INTEGER_LABELS])
+def test_nothing_is_left_to_analyze_with_a_string_integer_or_boolean_label(statistics_paths, label):
+    """With the statistics, the label leaves no analyzer (Transform then runs in place,
+    without reading the data), and the classes are named by value."""
+    task = Task(label=label, inputs=TASK.inputs, multi_valued=TASK.multi_valued)
+    with_statistics = {statistics_analysis.STATISTICS_PATH_KEY: statistics_paths[label]}
+    assert _has_analyzers(task.to_custom_config())
+    assert not _has_analyzers({**task.to_custom_config(), **with_statistics})
+    statistics = statistics_analysis.load(statistics_paths[label])
+    classes = statistics.vocabulary(label)
+    assert sorted(classes) == {
+        "label": [b"maybe", b"no", b"yes"], "class_id": [b"0", b"1", b"2"], "flag": [b"0", b"1"]
+    }[label]  # fmt: skip
+
+
+@pytest.mark.parametrize("label", INTEGER_LABELS)
+def test_an_integer_labels_classes_are_counted_beside_its_numeric_statistics(
+    statistics_paths, label
+):
+    """The label keeps TFDV's numeric statistics, so SchemaGen infers what it inferred
+    before (an INT feature, which validates), and gains each class's count."""
+    statistics = tfdv.load_stats_binary(statistics_paths[label])
+    [feature] = [f for f in statistics.datasets[0].features if f.path.step == [label]]
+    values = [row[label][0] for row in _rows()]
+    assert feature.num_stats.mean == pytest.approx(np.mean(values))
+    [counted] = feature.custom_stats
+    assert {b.label: b.sample_count for b in counted.rank_histogram.buckets} == {
+        str(v): values.count(v) for v in set(values)
+    }
+    schema = tfdv.infer_schema(statistics)
+    assert tfdv.get_feature(schema, label).type == schema_pb2.INT
+    assert not tfdv.validate_statistics(statistics, schema).anomaly_info
+
+
+def test_statistics_that_describe_an_integer_label_as_numbers_leave_it_to_tf_transform(
+    tmp_path,
+):
+    """Statistics not told the label names classes (``convert``'s, or a regression's) hold
+    no values of it: its vocabulary falls back to tf.Transform's analyzer."""
+    path = _statistics(tmp_path, class_label=None)
+    assert statistics_analysis.load(path).vocabulary("class_id") is None
+    task = Task(label="class_id", inputs=TASK.inputs, multi_valued=TASK.multi_valued)
+    config = {**task.to_custom_config(), statistics_analysis.STATISTICS_PATH_KEY: path}
+    assert _has_analyzers(config)
 
 
 def _string_feature(values: list[str], unique: int) -> statistics_pb2.DatasetFeatureStatistics:

@@ -36,6 +36,7 @@ from tfrecord_pipelines.components.example_gen.spark import session
 from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
 from tfrecord_pipelines.components.keys import (
     BLOCK_BYTES_KEY,
+    CATEGORICAL_LABEL_KEY,
     CODE_VERSION_KEY,
     COMPRESSION_KEY,
     DELIMITER_KEY,
@@ -100,6 +101,7 @@ class ShardedExampleGenSpec(standard_component_specs.FileBasedExampleGenSpec):
         COMPRESSION_KEY: ExecutionParameter(type=str),
         MAX_BAD_FRACTION_KEY: ExecutionParameter(type=float),
         LABEL_KEY: ExecutionParameter(type=str, optional=True),
+        CATEGORICAL_LABEL_KEY: ExecutionParameter(type=int, optional=True),
         BLOCK_BYTES_KEY: ExecutionParameter(type=int, optional=True),
         ENCODING_KEY: ExecutionParameter(type=str, optional=True),
         DELIMITER_KEY: ExecutionParameter(type=str, optional=True),
@@ -146,6 +148,7 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
         compression: str = GZIP,
         max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION,
         label_key: str | None = None,
+        categorical_label: bool = False,
         schema: types.BaseChannel | None = None,
         input_config: example_gen_pb2.Input | None = None,
         output_config: example_gen_pb2.Output | None = None,
@@ -173,6 +176,9 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             quarantined); images: the feature of the class's id (default
             ``label``; ``class_name``, the class by name that every record
             holds, leaves the id at ``label``).
+          categorical_label: the label names classes (classification): its
+            statistics count its values, integers and booleans too, so that
+            Transform takes the classes from them and reads no record.
           schema: CSV: a Schema channel giving column types (else inferred).
           input_config: which files to read (default: the format's files in
             input_base by extension, ``.csv``/``.tsv`` (also compressed) or
@@ -251,6 +257,7 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             compression=compression,
             max_bad_fraction=max_bad_fraction,
             label_key=label_key,
+            categorical_label=int(categorical_label) if label_key else None,
             code_version=code_version,
             block_bytes=block_bytes,
             encoding=encoding,

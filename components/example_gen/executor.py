@@ -165,7 +165,7 @@ def _read_spilled_splits(
     # every batch of records on its way to the spill.
     converted = batches[0] if len(batches) == 1 else batches | "FlattenBatches" >> beam.Flatten()
     if statistics_paths:
-        options = statistics.stats_options(exec_properties[keys.SOURCE_FORMAT_KEY])
+        options = _stats_options(exec_properties)
         columns = converted | "ColumnsBySplit" >> beam.Partition(by_split, len(names))
         for index, name in enumerate(names):
             _ = (
@@ -182,9 +182,15 @@ def _read_spilled_splits(
     return {name: tagged[index] for index, name in enumerate(names)}
 
 
-def _describe_shards(pipeline, split_dirs: dict[str, str], paths: dict[str, str], source_format):
+def _stats_options(exec_properties: dict[str, Any]):
+    """TFDV's options for the source's format, counting a label that names classes."""
+    label = exec_properties.get(keys.LABEL_KEY)
+    class_label = label if exec_properties.get(keys.CATEGORICAL_LABEL_KEY) else None
+    return statistics.stats_options(exec_properties[keys.SOURCE_FORMAT_KEY], class_label)
+
+
+def _describe_shards(pipeline, split_dirs: dict[str, str], paths: dict[str, str], options):
     """The read-back pass for engines that cannot describe records as they convert (Spark)."""
-    options = statistics.stats_options(source_format)
     for name, split_dir in split_dirs.items():
         _ = (
             pipeline
@@ -375,7 +381,7 @@ class Executor(BaseExampleGenExecutor):
                     pipeline,
                     conversion.split_dirs,
                     conversion.statistics_paths,
-                    exec_properties[keys.SOURCE_FORMAT_KEY],
+                    _stats_options(exec_properties),
                 )
         return outcomes
 

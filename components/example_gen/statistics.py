@@ -21,10 +21,14 @@ from __future__ import annotations
 import os
 
 import apache_beam as beam
+import pyarrow as pa
+import pyarrow.compute as pc
 import tensorflow_data_validation as tfdv
+from tensorflow_metadata.proto.v0 import statistics_pb2
 from tfx_bsl.public import tfxio
 
 from tfrecord_pipelines.components.data_source import IMAGES
+from tfrecord_pipelines.components.keys import CLASS_COUNTS_STATISTIC
 
 # StatisticsGen's file name, which SchemaGen and ExampleValidator look for.
 STATISTICS_FILE = "FeatureStats.pb"
@@ -42,14 +46,75 @@ QUANTILE_BUCKETS = 100
 TOP_VALUES = 10_000
 
 
-def stats_options(source_format: str) -> tfdv.StatsOptions:
+def stats_options(source_format: str, class_label: str | None = None) -> tfdv.StatsOptions:
     """TFDV's options: images also get image statistics (formats, sizes), not string ones;
-    percentiles, not deciles; up to ``TOP_VALUES`` values of each string, not 20."""
+    percentiles, not deciles; up to ``TOP_VALUES`` values of each string, not 20; with
+    ``class_label`` (a classification's label), the classes of an integer label counted."""
     return tfdv.StatsOptions(
+        generators=[ClassCounts(class_label)] if class_label else None,
         enable_semantic_domain_stats=source_format == IMAGES,
         num_quantiles_histogram_buckets=QUANTILE_BUCKETS,
         num_top_values=TOP_VALUES,
     )
+
+
+class ClassCounts(tfdv.CombinerStatsGenerator):
+    """Counts each value of an integer label (a 0/1 or boolean one too), beside TFDV's
+    numeric statistics of it, as the custom statistic ``keys.CLASS_COUNTS_STATISTIC``: a
+    rank histogram of each value (in decimal) and its count.
+
+    TFDV lists the values of strings only; marking the label categorical in TFDV's schema
+    would list them instead of its numeric statistics, and SchemaGen would then infer a
+    string domain for an INT feature, which TFDV's own validation refuses. With more
+    than ``TOP_VALUES`` values, or values that are not integers, nothing is written.
+    """
+
+    def __init__(self, feature: str):
+        super().__init__(name=f"ClassCounts[{feature}]")
+        self._feature = feature
+
+    def create_accumulator(self) -> dict[int, int] | None:
+        return {}
+
+    def add_input(self, accumulator, input_record_batch: pa.RecordBatch):
+        index = input_record_batch.schema.get_field_index(self._feature)
+        if accumulator is None or index < 0:
+            return accumulator
+        column = input_record_batch.column(index)
+        if pa.types.is_null(column.type):
+            return accumulator
+        values = pc.list_flatten(column)
+        if not pa.types.is_integer(values.type):
+            return None
+        counts = pc.value_counts(values.drop_null())
+        for value, count in zip(
+            counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True
+        ):
+            accumulator[value] = accumulator.get(value, 0) + count
+        return accumulator if len(accumulator) <= TOP_VALUES else None
+
+    def merge_accumulators(self, accumulators):
+        merged: dict[int, int] | None = {}
+        for accumulator in accumulators:
+            if accumulator is None or merged is None:
+                merged = None
+                continue
+            for value, count in accumulator.items():
+                merged[value] = merged.get(value, 0) + count
+        return merged if merged is None or len(merged) <= TOP_VALUES else None
+
+    def extract_output(self, accumulator) -> statistics_pb2.DatasetFeatureStatistics:
+        statistics = statistics_pb2.DatasetFeatureStatistics()
+        if not accumulator:
+            return statistics
+        feature = statistics.features.add()
+        feature.path.step.append(self._feature)
+        histogram = feature.custom_stats.add(name=CLASS_COUNTS_STATISTIC).rank_histogram
+        for rank, (value, count) in enumerate(sorted(accumulator.items())):
+            histogram.buckets.add(
+                low_rank=rank, high_rank=rank, label=str(value), sample_count=count
+            )
+        return statistics
 
 
 @beam.ptransform_fn

@@ -11,14 +11,18 @@ analyzers for:
   ``tft.scale_to_z_score`` and ``tft.mean`` compute them;
 - every distinct value of a string and its count (TFDV's top values, all of
   them when there are no more than ``stats_options``' ``num_top_values``):
-  a vocabulary ordered by the tokens' fingerprints needs only the set.
+  a vocabulary ordered by the tokens' fingerprints needs only the set;
+- the same of a classification's integer or boolean label, which ExampleGen's
+  statistics count beside TFDV's numeric ones (``keys.CLASS_COUNTS_STATISTIC``,
+  each value in decimal, as the ``preprocessing_fn`` turns them into text).
 
 A feature whose statistics cannot answer exactly keeps tf.Transform's
 analyzer: a vector (z-scores position by position), numbers with NaNs,
 strings with more distinct values than the statistics keep or with bytes
 that are not UTF-8 (TFDV shows those as one placeholder), an integer label
-(TFDV counts the values of strings only). When no analyzer is left, TFX runs
-Transform in place: it traces the graph and never reads the data.
+that statistics describe as numbers (``convert``'s, which are not told the
+task). When no analyzer is left, TFX runs Transform in place: it traces the
+graph and never reads the data.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ import tempfile
 
 import tensorflow as tf
 from tensorflow_metadata.proto.v0 import statistics_pb2
+
+from tfrecord_pipelines.components.keys import CLASS_COUNTS_STATISTIC
 
 # The custom_config key under which Transform's executor hands the built-in
 # preprocessing_fn the train split's statistics file.
@@ -68,16 +74,22 @@ class TrainStatistics:
         return stats.mean, stats.std_dev**2
 
     def vocabulary(self, name: str) -> list[bytes] | None:
-        """A string feature's vocabulary as tf.Transform orders it with
-        ``fingerprint_shuffle`` (by the SHA-1 of each token), without the tokens it
-        leaves out; None where the statistics do not list every distinct value."""
+        """A string feature's (or a counted integer label's) vocabulary as tf.Transform
+        orders it with ``fingerprint_shuffle`` (by the SHA-1 of each token), without the
+        tokens it leaves out; None where the statistics do not list every distinct value."""
         feature = self._features.get(name)
-        if feature is None or not feature.HasField("string_stats"):
+        if feature is None:
             return None
-        stats = feature.string_stats
-        values = [v.value for v in stats.top_values]
-        if len(values) != stats.unique or _NON_UTF8_PLACEHOLDER in values:
-            return None
+        if feature.HasField("string_stats"):
+            stats = feature.string_stats
+            values = [v.value for v in stats.top_values]
+            if len(values) != stats.unique or _NON_UTF8_PLACEHOLDER in values:
+                return None
+        else:
+            counted = [s for s in feature.custom_stats if s.name == CLASS_COUNTS_STATISTIC]
+            if not counted:
+                return None
+            values = [bucket.label for bucket in counted[0].rank_histogram.buckets]
         tokens = {v.encode() for v in values}
         return sorted((t for t in tokens if not _LEFT_OUT.search(t)), key=_fingerprint)
 

@@ -64,6 +64,7 @@ def example_gen(
     ingest: IngestOptions,
     label: str | None,
     *,
+    categorical_label: bool = False,
     span=None,
     schema: types.BaseChannel | None = None,
 ) -> ShardedExampleGen:
@@ -73,6 +74,8 @@ def example_gen(
       source: the data and its format.
       ingest: the shards it writes.
       label: the label (tabular: rows without it are quarantined).
+      categorical_label: the label names classes (classification): its statistics
+        count its values, so that Transform reads no record for them.
       span: data in spans: the span to convert (text, or a run-time parameter);
         None: the latest.
       schema: a curated schema's channel, which types the CSV columns; None:
@@ -90,6 +93,7 @@ def example_gen(
         spark_master=ingest.spark_master,
         spark_conf=dict(ingest.spark_conf) or None,
         label_key=label,
+        categorical_label=categorical_label,
         schema=schema,
         code_version=code_version.code_version(code_version.EXAMPLE_GEN_CODE),
         span=span,

@@ -75,6 +75,7 @@ def _ingest(config: PipelineConfig, span) -> tuple:
         config.source,
         config.ingest,
         config.task.label,
+        categorical_label=config.task.is_classification,
         span=span,
         # A curated schema types the CSV columns; otherwise they are inferred.
         schema=curated_schema.outputs[keys.SCHEMA_KEY] if curated_schema else None,

@@ -40,7 +40,9 @@ def _example_gen(parameters: Parameters, inputs: set[str]):
         parameters["input_base"], parameters.get("source_format") or None
     )
     ingest = IngestOptions(num_readers=int(parameters.get("num_readers") or 0) or None)
-    return nodes.example_gen(source, ingest, parameters.get("label") or None)
+    label = parameters.get("label") or None
+    categorical = label is not None and _task({**parameters, "label": label}).is_classification
+    return nodes.example_gen(source, ingest, label, categorical_label=categorical)
 
 
 def _schema_gen(parameters: Parameters, inputs: set[str]):

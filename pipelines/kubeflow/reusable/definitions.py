@@ -53,6 +53,7 @@ def sharded_example_gen(
     quarantine: Output[Dataset],
     summary: Output[Markdown],
     label: str = "",
+    problem: str = "classification",
     source_format: str = "",
     num_readers: int = DEFAULT_NUM_READERS,
 ):
@@ -64,6 +65,8 @@ def sharded_example_gen(
       label: tabular data: the column to predict (rows without it are quarantined);
         images: the feature of the class's id (default ``label``; the class by name is
         ``class_name``).
+      problem: classification (the statistics count the label's values, integers
+        too, so that Transform reads no record for its classes) or regression.
       source_format: csv, parquet or images; empty: found from the files.
       num_readers: workers expected to read the shards in parallel; each split
         gets at least as many shards, data allowing.
