@@ -73,13 +73,13 @@ def _run(command: list[str], log_path: str) -> tuple[float, float, str]:
     return seconds, cpu, process.stdout
 
 
-def _table(rows: int, work: str) -> str:
+def _table(rows: int, work: str, binary: bool) -> str:
     from scale_table import write_table
 
-    folder = os.path.join(work, f"table-{rows}")
+    folder = os.path.join(work, f"table-{rows}{'-binary' if binary else ''}")
     if not os.path.isdir(folder):
         print(f"writing {rows:,} rows to {folder} ...", flush=True)
-        write_table(rows, folder + ".partial")
+        write_table(rows, folder + ".partial", binary=binary)
         os.rename(folder + ".partial", folder)
     return folder
 
@@ -258,11 +258,14 @@ def main() -> None:
         "--stock-rows", type=int, nargs="*", default=[1_500_000], help="sizes to run stock TFX on"
     )
     parser.add_argument("--work", default=os.path.join(_ROOT, "output", "bench-pipeline-scale"))
+    parser.add_argument(
+        "--binary-label", action="store_true", help="the label 1/0 (integers), not yes/no"
+    )
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     print(f"{os.cpu_count()} cores; work folder {args.work}", flush=True)
     for rows in args.rows:
-        table = _table(rows, args.work)
+        table = _table(rows, args.work, args.binary_label)
         ours = _ours(table, rows, args.work)
         stock = rates = None
         if rows in args.stock_rows:

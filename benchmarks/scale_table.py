@@ -1,4 +1,5 @@
-"""A synthetic 15-column table with a yes/no label, of any number of rows, as CSV.
+"""A synthetic 15-column table with a yes/no label (or 1/0: ``--binary-label``), of any
+number of rows, as CSV.
 
 The label depends on the features through a noisy logistic model, so a model
 can learn it but never perfectly, and no column is a copy of it: 8 float
@@ -34,7 +35,9 @@ def columns(wide: bool = False) -> list[str]:
     return COLUMNS + (WIDE_FLOATS + list(WIDE_CATEGORIES) if wide else [])
 
 
-def _chunk(rng: np.random.Generator, rows: int, wide: bool = False) -> list[np.ndarray]:
+def _chunk(
+    rng: np.random.Generator, rows: int, wide: bool = False, binary: bool = False
+) -> list[np.ndarray]:
     floats = rng.normal(size=(rows, len(FLOATS))) * np.array([1, 10, 100, 0.1, 5, 50, 2, 1000])
     ints = np.stack(
         [rng.integers(0, 10, rows), rng.integers(0, 500, rows), rng.poisson(30, rows)], axis=1
@@ -50,7 +53,7 @@ def _chunk(rng: np.random.Generator, rows: int, wide: bool = False) -> list[np.n
     columns = [np.char.mod("%.5f", floats[:, i]) for i in range(len(FLOATS))]
     columns += [ints[:, i].astype(str) for i in range(len(INTS))]
     columns += [np.char.add(f"{name}_", codes[name].astype(str)) for name in CATEGORIES]
-    columns.append(np.where(label, "yes", "no"))
+    columns.append(np.where(label, "1", "0") if binary else np.where(label, "yes", "no"))
     if wide:
         columns += [np.char.mod("%.4f", rng.normal(size=rows) * 3) for _ in WIDE_FLOATS]
         columns += [
@@ -60,8 +63,11 @@ def _chunk(rng: np.random.Generator, rows: int, wide: bool = False) -> list[np.n
     return columns
 
 
-def write_table(rows: int, folder: str, seed: int = 0, wide: bool = False) -> list[str]:
-    """Writes ``rows`` rows as CSV files of at most 2 million rows; returns their paths."""
+def write_table(
+    rows: int, folder: str, seed: int = 0, wide: bool = False, binary: bool = False
+) -> list[str]:
+    """Writes ``rows`` rows as CSV files of at most 2 million rows (the label 1/0 when
+    ``binary``, else yes/no); returns their paths."""
     os.makedirs(folder, exist_ok=True)
     rng = np.random.default_rng(seed)
     paths, written = [], 0
@@ -73,7 +79,7 @@ def write_table(rows: int, folder: str, seed: int = 0, wide: bool = False) -> li
             done = 0
             while done < in_file:
                 n = min(CHUNK_ROWS, in_file - done)
-                lines = _chunk(rng, n, wide)
+                lines = _chunk(rng, n, wide, binary)
                 joined = lines[0]
                 for column in lines[1:]:
                     joined = np.char.add(np.char.add(joined, ","), column)
@@ -90,8 +96,9 @@ def main() -> None:
     parser.add_argument("--out", required=True, help="folder for the CSV files")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--wide", action="store_true", help="20 columns instead of 16")
+    parser.add_argument("--binary-label", action="store_true", help="the label 1/0, not yes/no")
     args = parser.parse_args()
-    paths = write_table(args.rows, args.out, args.seed, args.wide)
+    paths = write_table(args.rows, args.out, args.seed, args.wide, args.binary_label)
     size = sum(os.path.getsize(p) for p in paths)
     print(f"{args.rows:,} rows, {size / 1e6:.0f} MB in {len(paths)} file(s): {args.out}")
 
