@@ -110,8 +110,9 @@ def _ours(table: str, rows: int, work: str) -> dict:
         "sizing": plan.get("split_sizing"),
         "eval_rows": int(summary.metrics["example_count"]),
         "interval": summary.intervals.get("sparse_categorical_accuracy", ((None, None), 0))[0],
-        # The positive class's (the label's second value, "yes") AUC, by its class id.
+        # The positive class's ("yes", or 1) AUC, by its class id.
         "auc": summary.metrics.get(f"auc (class {positive})"),
+        "positive": classes.positive if classes and classes.positive else "class 1",
         "seconds": seconds,
         "cpu": cpu,
         "costs": {c.node_id: (c.wall_seconds, c.cpu_seconds, c.records) for c in summary.costs},
@@ -215,7 +216,7 @@ def _print_size(rows: int, ours: dict, stock: dict | None, rates: dict | None) -
         f"train split ({training.steps:,} steps of {training.batch_size}); accuracy "
         f"{ours['accuracy']:.4f} [{low:.4f}, {high:.4f}] (95%, +-{50 * (high - low):.2f} "
         f"points) on the {ours['eval_rows']:,} eval rows; "
-        f"AUC (yes) {ours['auc'] or float('nan'):.4f}"
+        f"AUC ({ours['positive']}) {ours['auc'] or float('nan'):.4f}"
     )
     before = BEFORE.get(rows)
     if before:
