@@ -79,8 +79,8 @@ for path in sorted(pathlib.Path({str(SPECS)!r}).glob("*.yaml")):
 # their pipelines accept.
 TYPES = {
     "sharded_example_gen": {
-        "inputs": {"input_base": "STRING", "label": "STRING", "source_format": "STRING",
-                   "num_readers": "NUMBER_INTEGER"},
+        "inputs": {"input_base": "STRING", "label": "STRING", "problem": "STRING",
+                   "source_format": "STRING", "num_readers": "NUMBER_INTEGER"},
         "outputs": {"examples": "system.Dataset", "statistics": "system.Artifact",
                     "quarantine": "system.Dataset", "summary": "system.Markdown"},
     },
