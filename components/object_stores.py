@@ -87,7 +87,7 @@ def configure(argv: Sequence[str] = ()) -> None:
     """
     if gcs_emulator() is not None:
         _configure_gcs()
-    if any(S3_SCHEME in arg for arg in argv) or _s3_endpoint() is not None:
+    if any(S3_SCHEME in arg for arg in argv) or _first_set(S3_ENDPOINT, *AWS_ENDPOINTS):
         _configure_s3()
 
 
@@ -108,13 +108,12 @@ def _configure_gcs() -> None:
     _register_glob_for_tfx()
 
 
-def _s3_endpoint() -> str | None:
-    return next((os.environ[name] for name in (S3_ENDPOINT, *AWS_ENDPOINTS)
-                 if os.environ.get(name)), None)  # fmt: skip
+def _first_set(*names: str) -> str | None:
+    return next((os.environ[name] for name in names if os.environ.get(name)), None)
 
 
 def _configure_s3() -> None:
-    endpoint = next((os.environ[name] for name in AWS_ENDPOINTS if os.environ.get(name)), None)
+    endpoint = _first_set(*AWS_ENDPOINTS)
     if endpoint and not os.environ.get(S3_ENDPOINT):
         os.environ[S3_ENDPOINT] = endpoint
     global _s3_configured

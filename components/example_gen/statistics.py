@@ -94,14 +94,14 @@ class ClassCounts(tfdv.CombinerStatsGenerator):
         return accumulator if len(accumulator) <= TOP_VALUES else None
 
     def merge_accumulators(self, accumulators):
-        merged: dict[int, int] | None = {}
+        accumulators = list(accumulators)
+        if any(accumulator is None for accumulator in accumulators):
+            return None
+        merged: dict[int, int] = {}
         for accumulator in accumulators:
-            if accumulator is None or merged is None:
-                merged = None
-                continue
             for value, count in accumulator.items():
                 merged[value] = merged.get(value, 0) + count
-        return merged if merged is None or len(merged) <= TOP_VALUES else None
+        return merged if len(merged) <= TOP_VALUES else None
 
     def extract_output(self, accumulator) -> statistics_pb2.DatasetFeatureStatistics:
         statistics = statistics_pb2.DatasetFeatureStatistics()

@@ -41,7 +41,7 @@ def _example_gen(parameters: Parameters, inputs: set[str]):
     )
     ingest = IngestOptions(num_readers=int(parameters.get("num_readers") or 0) or None)
     label = parameters.get("label") or None
-    categorical = label is not None and _task({**parameters, "label": label}).is_classification
+    categorical = bool(label) and _task(parameters).is_classification
     return nodes.example_gen(source, ingest, label, categorical_label=categorical)
 
 
