@@ -48,7 +48,12 @@ def check_roc_curve(points: list) -> list[dict]:
 
 
 def area_under(points: list[dict]) -> float:
-    """The area under a ROC curve's points, by trapezoids."""
-    curve = sorted((p["falsePositiveRate"], p["recall"]) for p in points)
+    """The area under a ROC curve's points, by trapezoids, from (0, 0) to (1, 1) as TFMA's AUC.
+
+    TFMA's plot stops at the threshold 1.0, where negatives the model scored exactly 1.0 still
+    count; its AUC goes on to a threshold above every score, the curve's (0, 0).
+    """
+    found = [(p["falsePositiveRate"], p["recall"]) for p in points]
+    curve = sorted([(0.0, 0.0), (1.0, 1.0), *found])
     pairs = zip(curve, curve[1:], strict=False)
     return sum((x2 - x1) * (y1 + y2) / 2 for (x1, y1), (x2, y2) in pairs)
