@@ -7,11 +7,14 @@ rows). Then, each run a process of its own, as a user would:
 
 1. day N-1 with ``--window W``: a first run, which converts the window's
    earlier spans first (a backfill) and trains from scratch;
-2. day N with ``--window W``: converts day N alone, analyzes it alone (the
-   analyzer cache serves the rest), starts from day N-1's model;
+2. day N with ``--window W``: converts day N alone, takes Transform's
+   analysis from the window's statistics (no record read), starts from day
+   N-1's model;
 3. day N again, ``--no-warm-start``: the same window trained from scratch
    (Transform and the rest reused), for the warm start's accuracy;
-4. one shot: the window's W spans' files in one folder, converted, analyzed
+4. days N-1 and N with a window of ``--small-window`` spans, in an output of
+   their own: whether a day's cost grows with its window;
+5. one shot: the window's W spans' files in one folder, converted, analyzed
    and trained whole.
 
 Prints each run's CPU (user + sys) and wall seconds, what day N read and
@@ -144,10 +147,15 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000, help="rows per span")
     parser.add_argument("--spans", type=int, default=31, help="daily spans; the last shifts")
     parser.add_argument("--window", type=int, default=30, help="spans the daily run trains on")
+    parser.add_argument(
+        "--small-window", type=int, default=3, help="the window day N is compared with"
+    )
     parser.add_argument("--work", default="output/bench-daily-window")
     args = parser.parse_args()
     if not 1 < args.window < args.spans + 1:
         parser.error("--window must be between 2 and --spans")
+    if not 1 < args.small_window < args.window:
+        parser.error("--small-window must be between 2 and --window - 1")
     work = os.path.abspath(args.work)
     shutil.rmtree(work, ignore_errors=True)
     data = os.path.join(work, "events")
@@ -169,6 +177,13 @@ def main() -> None:
     warm = _run(f"day {last}, warm start", [*common, "--span", str(last)], f"{work}/day-warm.log")
     cold = _run(f"day {last}, --no-warm-start", [*common, "--span", str(last), "--no-warm-start"],
                 f"{work}/day-cold.log")  # fmt: skip
+    small_output = os.path.join(work, "daily-small")
+    small = ["--data", f"{data}/day-{{SPAN}}/", "--window", str(args.small_window)]
+    small += ["--name", NAME, "--output", small_output]
+    _run(f"day {last - 1}, window {args.small_window} (first run: backfill)",
+         [*small, "--span", str(last - 1)], f"{work}/small-before.log")  # fmt: skip
+    small_warm = _run(f"day {last}, window {args.small_window}, warm start",
+                      [*small, "--span", str(last)], f"{work}/small-warm.log")  # fmt: skip
     one_shot_output = os.path.join(work, "one-shot-output")
     one_shot = _run(
         f"one shot over spans {window[0]}-{window[-1]}",
@@ -180,6 +195,7 @@ def main() -> None:
         "before": _summary(daily, before["run_id"]),
         "warm": _summary(daily, warm["run_id"]),
         "cold": _summary(daily, cold["run_id"]),
+        "small_warm": _summary(small_output, small_warm["run_id"]),
         "one_shot": _summary(one_shot_output, one_shot["run_id"]),
     }
     eval_files = sorted(
@@ -194,13 +210,20 @@ def main() -> None:
     print("\nDay", last, "after day", last - 1)
     print(f"  span read:      {warm_summary.span}")
     print(f"  analyzed:       {warm_summary.window.analyzed}, cache served "
-          f"{len(warm_summary.window.from_cache)} spans")  # fmt: skip
+          f"{len(warm_summary.window.from_cache)} spans, statistics "
+          f"{len(warm_summary.window.from_statistics)} spans")  # fmt: skip
     print(f"  warm start:     {warm_summary.warm_start}")
     print(f"  drift day {last - 1}:   {_drifted(summaries['before'])}")
     print(f"  drift day {last}:   {_drifted(warm_summary)}")
     print("\n| run | wall s | CPU s | CPU vs one shot | trained steps | accuracy (same rows) |")
     print("|---|---:|---:|---:|---:|---:|")
-    runs = (("before", before), ("warm", warm), ("cold", cold), ("one_shot", one_shot))
+    runs = (
+        ("before", before),
+        ("warm", warm),
+        ("cold", cold),
+        ("small_warm", small_warm),
+        ("one_shot", one_shot),
+    )
     for key, measured in runs:
         steps = summaries[key].training.steps if summaries[key].training else "-"
         print(
@@ -208,6 +231,11 @@ def main() -> None:
             f"{measured['cpu'] / one_shot['cpu']:.2f} | {steps:,} | {accuracy[key][0]:.4f} |"
         )
     print(f"\nSame rows: the one-shot run's eval split, {accuracy['one_shot'][1]:,} rows.")
+    print(
+        f"Day {last}, window {args.window} against window {args.small_window}: "
+        f"{warm['cpu'] / small_warm['cpu']:.2f}x CPU, "
+        f"{warm['wall'] / small_warm['wall']:.2f}x wall."
+    )
     if interval:
         (low, high), rows = interval
         print(f"One-shot Evaluator accuracy 95% interval: {low:.4f}-{high:.4f} ({rows:,} rows).")

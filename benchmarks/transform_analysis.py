@@ -79,7 +79,7 @@ def main() -> None:
         ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
     )
     config = Task(label=args.label).to_custom_config()
-    with_statistics = {**config, STATISTICS_PATH_KEY: statistics_file}
+    with_statistics = {**config, STATISTICS_PATH_KEY: [statistics_file]}
     print(f"train split: {shards}")
 
     results = {}

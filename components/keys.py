@@ -96,11 +96,13 @@ PIPELINE_NAME_KEY = "pipeline_name"
 IMAGES_KEY = "images"
 
 # SpanWindow and RecordRun (Kubeflow's daily state): the state's folder, the window's length in
-# spans and the data's span pattern; the window's examples (its other outputs have TFX's names).
+# spans and the data's span pattern; the window's examples and their statistics (its other
+# outputs have TFX's names).
 STATE_DIR_KEY = "state_dir"
 NUM_SPANS_KEY = "num_spans"
 DATA_PATTERN_KEY = "data_pattern"
 WINDOW_KEY = "window"
+WINDOW_STATISTICS_KEY = "window_statistics"
 # An artifact that stands for others (0 or more, TFX's JSON of each): Kubeflow's backend hands
 # a task one artifact per input, and the entry point puts these in its place.
 MEMBERS_PROPERTY = "members"

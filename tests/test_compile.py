@@ -376,6 +376,7 @@ def test_a_window_compiles_to_span_window_and_record_run_over_the_daily_state(tm
 
     assert producer("Transform", "examples") == ("SpanWindow", "window")
     assert producer("Transform", "analyzer_cache") == ("SpanWindow", "analyzer_cache")
+    assert producer("Transform", "statistics") == ("SpanWindow", "window_statistics")
     assert producer("Trainer", "examples") == ("SpanWindow", "window")
     assert producer("Trainer", "base_model") == ("SpanWindow", "base_model")
     assert producer("DriftCheck", "previous_statistics") == ("SpanWindow", "previous_statistics")

@@ -7,8 +7,8 @@ serving folders; ``STORAGE_EMULATOR_HOST`` alone points everything at it.
 kfp.local's DockerRunner runs each day's DAG in the image
 (``kfp_local_runs``), as a recurring run would, one after the other, into one
 local pipeline root (kfp.local mounts the pipeline root; it has no object
-store of its own). The window, the drift check's previous span, the warm
-start's model and the analyzer cache come from the daily state, which
+store of its own). The window and its statistics, the drift check's previous
+span, the warm start's model and the analyzer cache come from the daily state, which
 SpanWindow and RecordRun keep in place of TFX's Resolvers. The local runs of
 the same days, reading the same bucket, pick them from ML Metadata; both must
 agree.
@@ -210,8 +210,9 @@ def test_the_reporters_page_shows_the_window_and_the_drift(days):
     report = Path(page).read_text()
     rows, drifted = page_window_and_drift(report)
     assert [span for span, _ in rows] == ["2", "3"]
-    assert "an earlier run" in rows[0][1] and "analyzer cache" in rows[0][1]
-    assert "this run" in rows[1][1] and "analyzed" in rows[1][1]
+    # Transform's analysis from SpanWindow's statistics of each span: no record read.
+    assert "an earlier run" in rows[0][1] and "statistics" in rows[0][1]
+    assert "this run" in rows[1][1] and "statistics" in rows[1][1]
     assert sorted(drifted) == ["colour", "x"]
     assert "held back, the span drifted (colour,x)" in report
 

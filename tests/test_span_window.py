@@ -1,4 +1,6 @@
-"""Daily runs over a rolling window of spans: each span converted and analyzed once."""
+"""Daily runs over a rolling window of spans: each span converted once, and analyzed from
+its statistics (or, for a user's preprocessing_fn, once by tf.Transform, its cache serving
+later windows)."""
 
 import re
 from pathlib import Path
@@ -38,10 +40,23 @@ def _example_gen_spans(output: Path) -> list[tuple[int, str]]:
     return sorted(found)
 
 
+# A user's preprocessing_fn: the built-in one, which TFX calls without ExampleGen's
+# statistics when a module file defines it, so that tf.Transform analyzes every feature.
+USER_PREPROCESSING = """
+from tfrecord_pipelines.components.transform import preprocessing_fn as built_in
+
+
+def preprocessing_fn(inputs, custom_config):
+    return built_in(inputs, custom_config)
+"""
+
+
 @pytest.fixture(scope="module")
 def daily(tmp_path_factory):
-    """Day 2's run (a first run: it converts day 1 too), then day 3's; and day 3's window
-    analyzed whole, without a cache, in another output folder."""
+    """Day 2's run (a first run: it converts day 1 too), then day 3's; and the same two days
+    with a user's preprocessing_fn (tf.Transform's analyzers and cache) in another output
+    folder: (data, output, the user's output, day 2, the spans converted by day 2, day 3,
+    the user's day 2, the user's day 3)."""
     root = tmp_path_factory.mktemp("daily")
     data = root / "events"
     for day in (1, 2, 3):
@@ -50,14 +65,18 @@ def daily(tmp_path_factory):
     day_2 = _run(data, output, "--span", "2")
     spans_after_day_2 = _example_gen_spans(output)
     day_3 = _run(data, output)
-    whole = _run(data, root / "whole", "--span", "3")
-    return data, output, root / "whole", day_2, spans_after_day_2, day_3, whole
+    module = root / "user_preprocessing.py"
+    module.write_text(USER_PREPROCESSING)
+    user = root / "user"
+    user_day_2 = _run(data, user, "--span", "2", "--module-file", str(module))
+    user_day_3 = _run(data, user, "--span", "3", "--module-file", str(module))
+    return data, output, user, day_2, spans_after_day_2, day_3, user_day_2, user_day_3
 
 
 def test_day_3_starts_from_day_2s_model_and_a_rerun_reuses_its_training(daily):
-    data, output, _, day_2, _, day_3, whole = daily
+    data, output, _, day_2, _, day_3, user_day_2, _ = daily
     assert "warm start:    no, no earlier blessed model" in day_2
-    assert "warm start:    no, no earlier blessed model" in whole
+    assert "warm start:    no, no earlier blessed model" in user_day_2
     day_2_model = run_summary(output, "events", day_2).model
     summary = run_summary(output, "events", day_3)
     # Same columns and the same colours and classes (their shares moved): day 2's weights fit.
@@ -73,7 +92,7 @@ def test_day_3_starts_from_day_2s_model_and_a_rerun_reuses_its_training(daily):
 
 
 def test_the_first_run_converts_the_window_then_each_run_only_its_new_span(daily):
-    data, output, _, day_2, spans_after_day_2, day_3, _ = daily
+    data, output, _, day_2, spans_after_day_2, day_3, _, _ = daily
     assert (
         "Window: spans 1-2: 0 converted by earlier runs, 1 to convert first (1), then span 2 "
         "in the run; not on disk: none"
@@ -92,13 +111,24 @@ def test_the_first_run_converts_the_window_then_each_run_only_its_new_span(daily
     assert summary.window.rows("train") + summary.window.rows("eval") == 2 * ROWS
 
 
-def test_transform_analyzes_only_the_new_span_and_its_cache_serves_the_rest(daily):
-    _, output, _, day_2, _, day_3, whole = daily
-    assert "Transform analyzed 1-2, its analyzer cache served none" in day_2
-    assert "Transform analyzed 3, its analyzer cache served 2" in day_3
+def test_transform_takes_the_windows_analysis_from_its_spans_statistics(daily):
+    _, output, _, day_2, _, day_3, _, _ = daily
+    for printed in (day_2, day_3):
+        assert "train rows; Transform's analysis from their statistics, no record read" in printed
     summary = run_summary(output, "events", day_3)
+    assert summary.window.from_statistics == (2, 3)
+    assert (summary.window.analyzed, summary.window.from_cache) == ((), ())
+    # Nothing read: the Transform's records are none.
+    [transform] = [c for c in summary.costs if c.node_id == "Transform"]
+    assert not transform.records
+
+
+def test_a_users_preprocessing_fn_is_analyzed_once_per_span_its_cache_serving_the_rest(daily):
+    _, _, user, _, _, _, user_day_2, user_day_3 = daily
+    assert "Transform analyzed 1-2, its analyzer cache served none" in user_day_2
+    assert "Transform analyzed 3, its analyzer cache served 2" in user_day_3
+    summary = run_summary(user, "events", user_day_3)
     assert (summary.window.analyzed, summary.window.from_cache) == ((3,), (2,))
-    assert "Transform analyzed 2-3, its analyzer cache served none" in whole
 
 
 def _transform_output(output: Path, printed: str) -> tft.TFTransformOutput:
@@ -107,10 +137,12 @@ def _transform_output(output: Path, printed: str) -> tft.TFTransformOutput:
     return tft.TFTransformOutput(run["Transform"].output("transform_graph").uri)
 
 
-def test_the_cached_analysis_equals_a_whole_analysis_of_the_window(daily):
-    data, output, whole_output, _, _, day_3, whole = daily
+def test_the_windows_statistics_give_tf_transforms_analysis_of_the_window(daily):
+    """Day 3's graph, from spans 2 and 3's statistics, against tf.Transform's analysis of
+    the same window (the user's day 3: span 3 analyzed, span 2 from its cache)."""
+    data, output, user, _, _, day_3, _, user_day_3 = daily
     cached = _transform_output(output, day_3)
-    full = _transform_output(whole_output, whole)
+    full = _transform_output(user, user_day_3)
     for name in ("colour", "label"):
         assert cached.vocabulary_by_name(vocabulary_name(name)) == full.vocabulary_by_name(
             vocabulary_name(name)
@@ -141,7 +173,7 @@ def test_the_cached_analysis_equals_a_whole_analysis_of_the_window(daily):
 
 
 def test_a_span_like_the_one_before_is_pushed_and_a_drifted_one_is_held_back(daily):
-    _, output, _, day_2, _, day_3, _ = daily
+    _, output, _, day_2, _, day_3, _, _ = daily
     day_2_summary = run_summary(output, "events", day_2)
     previous, report = day_2_summary.drift
     assert previous == 1 and set(report) == {"x", "colour", "z", "label"}
@@ -162,12 +194,15 @@ def test_a_span_like_the_one_before_is_pushed_and_a_drifted_one_is_held_back(dai
 
 
 def test_the_report_shows_the_window_what_was_reused_and_the_drift(daily):
-    _, output, _, _, _, day_3, _ = daily
+    _, _, _, _, _, day_3, _, user_day_3 = daily
     report = Path(re.search(r"report: +(\S+)", day_3).group(1)).read_text()
     rows, drifted = page_window_and_drift(report)
     assert [span for span, _ in rows] == ["2", "3"]
-    assert "an earlier run" in rows[0][1] and "analyzer cache" in rows[0][1]
-    assert "this run" in rows[1][1] and "analyzed" in rows[1][1]
+    assert "an earlier run" in rows[0][1] and "statistics" in rows[0][1]
+    assert "this run" in rows[1][1] and "statistics" in rows[1][1]
+    user_report = Path(re.search(r"report: +(\S+)", user_day_3).group(1)).read_text()
+    rows, _ = page_window_and_drift(user_report)
+    assert "analyzer cache" in rows[0][1] and "analyzed" in rows[1][1]
     assert sorted(drifted) == ["colour", "x"]
     assert "held back, the span drifted (colour,x)" in report
     # The push line gives the summary's reasons: the drift, and the blessing only if missing.

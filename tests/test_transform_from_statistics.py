@@ -40,24 +40,26 @@ TASK = Task(
 )
 
 
-def _rows(seed: int = 0) -> list[dict]:
+def _rows(seed: int = 0, rows: int = ROWS, span: int = 0) -> list[dict]:
     """Floats and strings with missing values, a token tf.Transform leaves out (a
-    newline), lists of strings, and labels as strings and integers."""
+    newline), lists of strings, and labels as strings and integers. A later ``span``'s
+    sizes are larger and its first row has a tag of its own."""
     rng = random.Random(seed)
     colours = ["red", "green", "blue", "über", "two\nlines", ""]
-    rows = []
-    for i in range(ROWS):
-        rows.append({
-            "size": [rng.gauss(50, 20)] if i % 7 else [],
+    found = []
+    for i in range(rows):
+        tags = [f"t{rng.randrange(40)}".encode() for _ in range(rng.randrange(4))]
+        found.append({
+            "size": [rng.gauss(50 + 30 * span, 20 + 5 * span)] if i % 7 else [],
             "count": [rng.randrange(1000)],
             "colour": [rng.choice(colours).encode()] if i % 5 else [],
-            "tags": [f"t{rng.randrange(40)}".encode() for _ in range(rng.randrange(4))],
+            "tags": [*tags, f"span{span}".encode()] if i == 0 and span else tags,
             "flat": [2.5],
             "label": [rng.choice([b"yes", b"no", b"maybe"])],
             "class_id": [rng.randrange(3)],
             "flag": [int(rng.random() < 0.3)],
         })  # fmt: skip
-    return rows
+    return found
 
 
 def _example(row: dict) -> bytes:
@@ -72,12 +74,12 @@ def _example(row: dict) -> bytes:
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-def _statistics(folder, class_label: str | None) -> str:
+def _statistics(folder, class_label: str | None, rows: list[dict] | None = None) -> str:
     """The rows' statistics as ExampleGen computes them (its TFDV options); their path."""
     folder.mkdir(parents=True, exist_ok=True)
     records = str(folder / "train.tfrecord")
     with tf.io.TFRecordWriter(records) as writer:
-        for row in _rows():
+        for row in _rows() if rows is None else rows:
             writer.write(_example(row))
     options = stats_options("csv", class_label)
     stats = tfdv.generate_statistics_from_tfrecord(records, stats_options=options)
@@ -95,10 +97,11 @@ def statistics_paths(tmp_path_factory) -> dict[str, str]:
     return {label: _statistics(folder / label, label) for label in ("label", *INTEGER_LABELS)}
 
 
-def _analyze_and_transform(config: dict, output: str) -> list[dict]:
-    """The rows through the built-in preprocessing_fn; the transform graph written to ``output``."""
+def _analyze_and_transform(config: dict, output: str, rows: list[dict] | None = None) -> list[dict]:
+    """The rows (``_rows()`` by default) through the built-in preprocessing_fn; the transform
+    graph written to ``output``."""
     metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(RAW_SPEC))
-    rows = _rows()
+    rows = _rows() if rows is None else rows
     with beam.Pipeline() as pipeline, tft_beam.Context(temp_dir=os.path.join(output, "tmp")):
         data = pipeline | beam.Create(rows, reshuffle=False)
         (transformed, _), transform_fn = (data, metadata) | tft_beam.AnalyzeAndTransformDataset(
@@ -121,7 +124,7 @@ def test_vocabularies_means_and_variances_equal_tf_transforms(statistics_paths, 
     config = task.to_custom_config()
     analyzed = _analyze_and_transform(config, str(tmp_path / "analyzed"))
     from_statistics = _analyze_and_transform(
-        {**config, statistics_analysis.STATISTICS_PATH_KEY: statistics_paths[label]},
+        {**config, statistics_analysis.STATISTICS_PATH_KEY: [statistics_paths[label]]},
         str(tmp_path / "from_statistics"),
     )
     graphs = [
@@ -154,10 +157,10 @@ def test_nothing_is_left_to_analyze_with_a_string_integer_or_boolean_label(stati
     """With the statistics, the label leaves no analyzer (Transform then runs in place,
     without reading the data), and the classes are named by value."""
     task = Task(label=label, inputs=TASK.inputs, multi_valued=TASK.multi_valued)
-    with_statistics = {statistics_analysis.STATISTICS_PATH_KEY: statistics_paths[label]}
+    with_statistics = {statistics_analysis.STATISTICS_PATH_KEY: [statistics_paths[label]]}
     assert _has_analyzers(task.to_custom_config())
     assert not _has_analyzers({**task.to_custom_config(), **with_statistics})
-    statistics = statistics_analysis.load(statistics_paths[label])
+    statistics = statistics_analysis.load((statistics_paths[label],))
     classes = statistics.vocabulary(label)
     assert sorted(classes) == {
         "label": [b"maybe", b"no", b"yes"], "class_id": [b"0", b"1", b"2"], "flag": [b"0", b"1"]
@@ -189,9 +192,9 @@ def test_statistics_that_describe_an_integer_label_as_numbers_leave_it_to_tf_tra
     """Statistics not told the label names classes (``convert``'s, or a regression's) hold
     no values of it: its vocabulary falls back to tf.Transform's analyzer."""
     path = _statistics(tmp_path, class_label=None)
-    assert statistics_analysis.load(path).vocabulary("class_id") is None
+    assert statistics_analysis.load((path,)).vocabulary("class_id") is None
     task = Task(label="class_id", inputs=TASK.inputs, multi_valued=TASK.multi_valued)
-    config = {**task.to_custom_config(), statistics_analysis.STATISTICS_PATH_KEY: path}
+    config = {**task.to_custom_config(), statistics_analysis.STATISTICS_PATH_KEY: [path]}
     assert _has_analyzers(config)
 
 
@@ -226,3 +229,103 @@ def test_numbers_with_nans_leave_the_moments_to_tf_transform():
     assert statistics_analysis.TrainStatistics(stats).moments("x") == (2.0, 9.0)
     feature.num_stats.histograms.add().num_nan = 1
     assert statistics_analysis.TrainStatistics(stats).moments("x") is None
+
+
+# A window of spans of unequal sizes, with moved means and a tag of span 3's own.
+WINDOW = {1: 600, 2: 150, 3: 400}
+
+
+@pytest.fixture(scope="module")
+def window(tmp_path_factory) -> tuple[list[dict], dict[str, list[str]]]:
+    """The window's rows, all spans together, and each span's statistics files by label."""
+    folder = tmp_path_factory.mktemp("window")
+    spans = {span: _rows(seed=span, rows=n, span=span) for span, n in WINDOW.items()}
+    paths = {
+        label: [
+            _statistics(folder / label / str(span), label, rows) for span, rows in spans.items()
+        ]
+        for label in ("label", "class_id")
+    }
+    return [row for rows in spans.values() for row in rows], paths
+
+
+@pytest.mark.parametrize("label", ["label", "class_id"])
+def test_a_windows_merged_statistics_equal_tf_transforms_analysis_of_the_whole_window(
+    window, tmp_path, label
+):
+    """Each span's statistics, merged, give what tf.Transform's analyzers give over every
+    row of the window: output by output, with no analyzer left."""
+    rows, paths = window
+    task = Task(label=label, inputs=TASK.inputs, multi_valued=TASK.multi_valued)
+    config = task.to_custom_config()
+    merged = {**config, statistics_analysis.STATISTICS_PATH_KEY: paths[label]}
+    assert not _has_analyzers(merged)
+    analyzed = _analyze_and_transform(config, str(tmp_path / "analyzed"), rows)
+    from_statistics = _analyze_and_transform(merged, str(tmp_path / "from_statistics"), rows)
+    graphs = [
+        tft.TFTransformOutput(str(tmp_path / name)) for name in ("analyzed", "from_statistics")
+    ]
+    for name in ("colour", "tags", label):
+        vocabularies = [g.vocabulary_by_name(vocabulary_name(name)) for g in graphs]
+        assert vocabularies[0] == vocabularies[1]
+    assert b"span3" in graphs[1].vocabulary_by_name(vocabulary_name("tags"))
+    for a, b in zip(analyzed, from_statistics, strict=True):
+        for key in ("size", "count", "flat"):
+            np.testing.assert_allclose(
+                a[transformed_name(key)], b[transformed_name(key)], rtol=1e-5, atol=1e-5
+            )
+        for key in ("colour", "tags", label):
+            np.testing.assert_array_equal(a[transformed_name(key)], b[transformed_name(key)])
+    # The spans' sizes differ in mean and spread: one span's moments would not do.
+    sizes = np.array([row[transformed_name("size")] for row in from_statistics]).ravel()
+    assert abs(sizes.mean()) < 0.05 and sizes.std() > 0.9
+    alone = statistics_analysis.load((paths[label][0],)).moments("size")
+    assert abs(alone[0] - statistics_analysis.load(tuple(paths[label])).moments("size")[0]) > 10
+
+
+def test_one_spans_incomplete_statistics_leave_that_feature_to_tf_transform(window):
+    """A feature is taken from the window's statistics only where every span's are exact;
+    the others are unaffected."""
+    _, paths = window
+    spans = [statistics_analysis.load((path,)) for path in paths["label"]]
+    complete = [_string_feature(["b", "a"], unique=2), _string_feature(["c"], unique=1)]
+    assert sorted(statistics_analysis.TrainStatistics(*complete).vocabulary("s")) == [
+        b"a", b"b", b"c"
+    ]  # fmt: skip
+    truncated = [complete[0], _string_feature(["c"], unique=2)]
+    assert statistics_analysis.TrainStatistics(*truncated).vocabulary("s") is None
+    # A span without the feature at all: not taken from statistics.
+    assert (
+        statistics_analysis.TrainStatistics(complete[0], _number("x", 1.0, 1.0, 5)).vocabulary("s")
+        is None
+    )
+    assert all(span.vocabulary("colour") for span in spans)
+
+
+def _number(name: str, mean: float, std_dev: float, count: int, nans: int = 0):
+    stats = statistics_pb2.DatasetFeatureStatistics()
+    feature = stats.features.add()
+    feature.path.step.append(name)
+    feature.num_stats.mean, feature.num_stats.std_dev = mean, std_dev
+    feature.num_stats.common_stats.tot_num_values = count
+    if nans:
+        feature.num_stats.histograms.add().num_nan = nans
+    return stats
+
+
+def test_merged_moments_are_those_of_the_values_together():
+    """Counts, means and variances combine exactly; a span with NaNs leaves the feature to
+    tf.Transform, and a span without values adds nothing."""
+    rng = np.random.default_rng(0)
+    parts = [
+        rng.normal(mean, sd, n) for mean, sd, n in ((1.0, 2.0, 50), (9.0, 0.5, 7), (-3, 4, 200))
+    ]
+    spans = [_number("x", p.mean(), p.std(), len(p)) for p in parts]
+    together = np.concatenate(parts)
+    mean, variance = statistics_analysis.TrainStatistics(*spans).moments("x")
+    assert mean == pytest.approx(together.mean(), rel=1e-12)
+    assert variance == pytest.approx(together.var(), rel=1e-12)
+    empty = _number("x", 0.0, 0.0, 0)
+    assert statistics_analysis.TrainStatistics(*spans, empty).moments("x") == (mean, variance)
+    with_nans = _number("x", 1.0, 1.0, 10, nans=1)
+    assert statistics_analysis.TrainStatistics(*spans, with_nans).moments("x") is None

@@ -8,6 +8,7 @@ conversion of the run's span, then picks, by the same rules
 (``spans.choices``), from every run's records:
 
 - ``window``: the window's conversions (Examples), one per span;
+- ``window_statistics``: ExampleGen's statistics of each (Transform's analysis);
 - ``previous_statistics``: the statistics of the span before the run's (DriftCheck);
 - ``base_model``: the newest blessed model trained on earlier spans only (the warm start);
 - ``baseline_model``: the newest blessed model (the Evaluator's baseline);
@@ -33,6 +34,7 @@ from tfrecord_pipelines.components.example_gen.component import Quarantine
 # SpanWindow's outputs and their types.
 WINDOW_OUTPUTS = {
     keys.WINDOW_KEY: standard_artifacts.Examples,
+    keys.WINDOW_STATISTICS_KEY: standard_artifacts.ExampleStatistics,
     keys.PREVIOUS_STATISTICS_KEY: standard_artifacts.ExampleStatistics,
     keys.BASE_MODEL_KEY: standard_artifacts.Model,
     keys.BASELINE_MODEL_KEY: standard_artifacts.Model,

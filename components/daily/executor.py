@@ -74,6 +74,7 @@ class SpanWindowExecutor(base_executor.BaseExecutor):
         cache = choices.analyzer_cache(daily_state.analyzer_caches(runs), span)
         chosen = {
             keys.WINDOW_KEY: [c.item["examples"] for c in window],
+            keys.WINDOW_STATISTICS_KEY: [c.item["statistics"] for c in window],
             keys.PREVIOUS_STATISTICS_KEY: [previous.item["statistics"]] if previous else [],
             keys.BASE_MODEL_KEY: [base.item["model"]] if base else [],
             keys.BASELINE_MODEL_KEY: [baseline.item["model"]] if baseline else [],

@@ -14,7 +14,8 @@ enough for daily runs:
 - it returns every artifact in range: a span converted twice (a new
   ``{VERSION}``, a changed converter) would be read twice.
 ``SpanWindowStrategy`` ends the window at this run's span (pinned when the
-run starts) and keeps, per span, the highest version's newest conversion. Transform's analyzer
+run starts) and keeps, per span, the highest version's newest conversion,
+with the statistics ExampleGen wrote of it (Transform's analysis). Transform's analyzer
 cache comes back through a second resolver: the latest ``updated_analyzer_cache`` of a
 Transform that read earlier spans only.
 """
@@ -68,7 +69,8 @@ def version_of(artifact: types.Artifact) -> int:
 
 class SpanWindowStrategy(ResolverStrategy):
     """Spans ``end - num_spans + 1`` to ``end`` of ``examples``: per span the highest version's
-    newest conversion, in span order (``choices.window_conversions``)."""
+    newest conversion, in span order (``choices.window_conversions``); and of ``statistics``,
+    those the same ExampleGen executions wrote (each conversion's own)."""
 
     def __init__(self, num_spans: int, end: int):
         self._num_spans = num_spans
@@ -81,8 +83,25 @@ class SpanWindowStrategy(ResolverStrategy):
             for a in input_dict.get(EXAMPLES_KEY, [])
             if a.has_custom_property(SHARD_PLAN_KEY)
         ]
-        window = choices.window_conversions(found, self._end, self._num_spans)
-        return {EXAMPLES_KEY: [c.item for c in window]}
+        window = [c.item for c in choices.window_conversions(found, self._end, self._num_spans)]
+        resolved = {EXAMPLES_KEY: window}
+        if STATISTICS_KEY in input_dict:
+            resolved[STATISTICS_KEY] = _written_beside(store, window, input_dict[STATISTICS_KEY])
+        return resolved
+
+
+def _written_beside(
+    store, artifacts: list[types.Artifact], candidates: list[types.Artifact]
+) -> list[types.Artifact]:
+    """The ``candidates`` that the executions which wrote ``artifacts`` also wrote."""
+    events = store.get_events_by_artifact_ids([a.id for a in artifacts])
+    producers = {e.execution_id for e in events if e.type == metadata_store_pb2.Event.OUTPUT}
+    siblings = {
+        e.artifact_id
+        for e in store.get_events_by_execution_ids(sorted(producers))
+        if e.type == metadata_store_pb2.Event.OUTPUT
+    }
+    return [a for a in candidates if a.id in siblings]
 
 
 def _converted(artifact: types.Artifact) -> choices.Converted:
@@ -152,7 +171,8 @@ def outputs_of(artifact_type: type, component_id: str, output_key: str) -> Chann
 
 
 def span_window_resolver(example_gen: base_node.BaseNode, num_spans: int, end: int) -> Resolver:
-    """The Resolver handing Transform and the Trainer the window's Examples.
+    """The Resolver handing Transform and the Trainer the window's Examples, and Transform
+    their statistics (``keys.STATISTICS_KEY``: its analysis from them).
 
     Args:
       example_gen: the ExampleGen whose conversions fill the window; the
@@ -165,6 +185,7 @@ def span_window_resolver(example_gen: base_node.BaseNode, num_spans: int, end: i
         config={"num_spans": num_spans, "end": end},
         # A plain Channel: every conversion ExampleGen recorded, of any run.
         examples=outputs_of(standard_artifacts.Examples, example_gen.id, EXAMPLES_KEY),
+        statistics=outputs_of(standard_artifacts.ExampleStatistics, example_gen.id, STATISTICS_KEY),
     ).with_id(WINDOW_RESOLVER)
     resolver.add_upstream_node(example_gen)
     return resolver

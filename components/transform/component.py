@@ -38,11 +38,11 @@ class Transform(TfxTransform):
         """TFX's Transform (``kwargs``: its arguments), given ExampleGen's statistics.
 
         Args:
-          statistics: ExampleGen's statistics of ``examples`` (one Examples
-            artifact): the built-in ``preprocessing_fn`` then takes its
-            analyzers' results from them where they are exact (see
-            ``statistics_analysis``). None for a window of spans: each span has
-            statistics of its own, and tf.Transform's analyzer cache serves them.
+          statistics: ExampleGen's statistics of ``examples``, one artifact per
+            span (a window's are merged): the built-in ``preprocessing_fn``
+            then takes its analyzers' results from them where they are exact
+            (see ``statistics_analysis``); tf.Transform analyzes the rest, with
+            its analyzer cache if given one.
           **kwargs: TFX's Transform's arguments.
         """
         super().__init__(**kwargs)

@@ -10,12 +10,14 @@ MANIFEST of entry keys) was served by the cache; any other was read and
 analyzed. The result goes on the transform_graph artifact, so that a run's
 summary can say what a daily run cost.
 
-Given ExampleGen's statistics (the optional ``statistics`` input), it hands
-the train split's statistics file to the ``preprocessing_fn`` through its
-custom_config (``statistics_analysis.STATISTICS_PATH_KEY``): the built-in
-one takes the analyzers' results from them where they are exact. When no
-analyzer is left, the graph is written in place, without reading the data
-(``in_place_analysis``).
+Given ExampleGen's statistics (the optional ``statistics`` input: one
+artifact per span of the examples), it hands the train split's statistics
+files to the ``preprocessing_fn`` through its custom_config
+(``statistics_analysis.STATISTICS_PATH_KEY``): the built-in one takes the
+analyzers' results from them where they are exact, merging a window's spans.
+When no analyzer is left, the graph is written in place, without reading the
+data (``in_place_analysis``); an analyzer cache it was to update is left
+empty, as no analyzer ran.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import hashlib
 import json
 import os
 
+from absl import logging
 from tfx.components.transform import executor as tfx_executor
 from tfx.dsl.io import fileio
 from tfx.types import artifact_utils, standard_component_specs
@@ -31,6 +34,7 @@ from tfx.utils import io_utils, json_utils
 
 from tfrecord_pipelines.components.example_gen.statistics import STATISTICS_FILE
 from tfrecord_pipelines.components.keys import ANALYSIS_KEY, STATISTICS_KEY
+from tfrecord_pipelines.components.spans.resolvers import span_of
 from tfrecord_pipelines.components.transform import in_place_analysis
 from tfrecord_pipelines.components.transform.in_place_analysis import ANALYZED_SPLIT
 from tfrecord_pipelines.components.transform.statistics_analysis import STATISTICS_PATH_KEY
@@ -100,12 +104,27 @@ class Executor(tfx_executor.Executor):
 
 
 def _with_statistics(input_dict, exec_properties: dict) -> dict:
-    """The exec properties, with the train split's statistics file in the custom_config."""
+    """The exec properties, with the train split's statistics files (one per Examples
+    artifact, matched by span) in the custom_config; unchanged when some span has none."""
     statistics = input_dict.get(STATISTICS_KEY)
     if not statistics:
         return exec_properties
-    path = os.path.join(artifact_utils.get_split_uri(statistics, ANALYZED_SPLIT), STATISTICS_FILE)
+    by_span = {span_of(s): s for s in statistics}
+    examples = input_dict.get(standard_component_specs.EXAMPLES_KEY, [])
+    spans = sorted(span_of(e) for e in examples)
+    if len(by_span) != len(statistics) or sorted(by_span) != spans:
+        logging.warning(
+            "Transform: the statistics of spans %s do not match the examples of spans %s; "
+            "tf.Transform analyzes the data.",
+            sorted(span_of(s) for s in statistics),
+            spans,
+        )
+        return exec_properties
+    paths = [
+        os.path.join(artifact_utils.get_split_uri([by_span[span]], ANALYZED_SPLIT), STATISTICS_FILE)
+        for span in spans
+    ]
     key = standard_component_specs.CUSTOM_CONFIG_KEY
     custom_config = json_utils.loads(exec_properties.get(key) or "null") or {}
-    custom_config[STATISTICS_PATH_KEY] = path
+    custom_config[STATISTICS_PATH_KEY] = paths
     return {**exec_properties, key: json_utils.dumps(custom_config)}

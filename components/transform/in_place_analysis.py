@@ -36,14 +36,14 @@ def has_analyzers(preprocessing_fn, typespecs) -> bool:
 
 
 def _needs_only_analysis(output_dict, exec_properties) -> bool:
-    """No statistics, materialized examples or analyzer cache to write; TF2; TFX's
-    default statistics options."""
+    """No statistics or materialized examples to write; TF2; TFX's default statistics
+    options. (An analyzer cache to update stays empty: with no analyzer, there is nothing
+    to cache, and tf.Transform reads an empty cache as one that serves no dataset.)"""
     return (
         bool(exec_properties.get(_KEYS.DISABLE_STATISTICS_KEY, 0))
         and not bool(exec_properties.get(_KEYS.FORCE_TF_COMPAT_V1_KEY, 0))
         and not exec_properties.get(_KEYS.STATS_OPTIONS_UPDATER_FN_KEY)
         and not output_dict.get(_KEYS.TRANSFORMED_EXAMPLES_KEY)
-        and not output_dict.get(_KEYS.UPDATED_ANALYZER_CACHE_KEY)
     )
 
 

@@ -29,9 +29,10 @@ indices from one window to the next.
 
 With ExampleGen's statistics of the train split (``custom_config``'s
 ``statistics_analysis.STATISTICS_PATH_KEY``, set by this project's Transform
-executor), the means, variances and vocabularies come from them wherever
-they hold the exact answer (``statistics_analysis``), and tf.Transform
-analyzes only the rest: the same results without reading the data again.
+executor: one file per span of a window), the means, variances and
+vocabularies come from them wherever they hold the exact answer
+(``statistics_analysis``), and tf.Transform analyzes only the rest: the same
+results without reading the data again.
 """
 
 from __future__ import annotations
@@ -157,7 +158,8 @@ def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> d
     Args:
       inputs: raw feature tensors keyed by schema feature name.
       custom_config: the component's custom_config, carrying a ``Task`` and, when
-        Transform's executor had them, the train split's statistics' path.
+        Transform's executor had them, the paths of the train split's statistics
+        (one per span read).
 
     Returns:
       Transformed tensors keyed by ``transformed_name(feature)``: [batch, 1]
@@ -169,8 +171,8 @@ def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> d
         cannot be taken by the built-in model.
     """
     task = Task.from_custom_config(custom_config)
-    statistics_path = (custom_config or {}).get(statistics_analysis.STATISTICS_PATH_KEY)
-    stats = statistics_analysis.load(statistics_path) if statistics_path else None
+    statistics_paths = (custom_config or {}).get(statistics_analysis.STATISTICS_PATH_KEY)
+    stats = statistics_analysis.load(tuple(statistics_paths)) if statistics_paths else None
     if task.label not in inputs:
         raise ValueError(
             f"Label column {task.label!r} is not in the schema; features are: "

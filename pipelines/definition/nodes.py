@@ -116,9 +116,9 @@ def transform(
       task: what to learn.
       examples: the examples it analyzes.
       schema: their schema.
-      statistics: ExampleGen's statistics of ``examples``: the built-in
-        preprocessing_fn takes its analyzers' results from them where they are
-        exact (None for a window of spans, which the analyzer cache serves).
+      statistics: ExampleGen's statistics of ``examples``, one per span: the
+        built-in preprocessing_fn takes its analyzers' results from them where
+        they are exact (a user's preprocessing_fn is not given them).
       analyzer_cache: a window's analyzer cache; None: the cache is off.
       materialize: write transformed examples (``materializes``).
       module_file: the user's module file, if any.
@@ -131,9 +131,10 @@ def transform(
         # ExampleGen has described the data already; Transform's pre- and
         # post-transform statistics would be two more passes that nothing shows.
         disable_statistics=True,
-        # The analyzer cache serves a window of spans: each span is analyzed
-        # once, by the first run whose window holds it. One span, analyzed
-        # whole, would write it for nothing.
+        # The analyzer cache serves a window of spans where statistics do not
+        # (a user's preprocessing_fn, a feature they cannot answer): each span
+        # is analyzed once, by the first run whose window holds it. One span,
+        # analyzed whole, would write it for nothing.
         analyzer_cache=analyzer_cache,
         disable_analyzer_cache=analyzer_cache is None,
         # The code version makes a changed built-in preprocessing_fn a cache

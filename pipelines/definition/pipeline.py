@@ -114,6 +114,8 @@ class _Earlier:
       examples: what Transform and the Trainer read: the window's conversions,
         or ExampleGen's own.
       windowed: whether ``examples`` is a window of spans.
+      window_statistics: a window's statistics, one per span (Transform's
+        analysis); None without a window (ExampleGen's own).
       analyzer_cache: Transform's analyzer cache of earlier spans, or None (off).
       base_model: the Trainer's warm-start model, or None.
       baseline_model: the Evaluator's baseline, the latest blessed model; None:
@@ -126,6 +128,7 @@ class _Earlier:
     nodes: tuple[BaseNode, ...] = ()
     examples: Any = None
     windowed: bool = False
+    window_statistics: Any = None
     analyzer_cache: Any = None
     base_model: Any = None
     baseline_model: Any = None
@@ -139,6 +142,7 @@ def _from_resolvers(
     """A local run's: TFX Resolvers over ML Metadata (``spans.resolvers``)."""
     in_spans = bool(config.source.spans) and config.span is not None
     nodes, examples, cache = [], example_gen.outputs[keys.EXAMPLES_KEY], None
+    window_statistics = None
     if config.window:
         if config.span is None:
             raise ValueError("A window of spans needs its last span: set config.span.")
@@ -146,6 +150,7 @@ def _from_resolvers(
         cache = analyzer_cache_resolver(TRANSFORM_ID, config.span)
         nodes += [window, cache]
         examples = window.outputs[keys.EXAMPLES_KEY]
+        window_statistics = window.outputs[keys.STATISTICS_KEY]
     base_model = previous = None
     if compare_to_latest_blessed and in_spans and config.warm_start:
         warm_start = base_model_resolver(TRAINER_ID, EVALUATOR_ID, config.span)
@@ -159,6 +164,7 @@ def _from_resolvers(
         nodes=tuple(nodes),
         examples=examples,
         windowed=bool(config.window),
+        window_statistics=window_statistics,
         analyzer_cache=cache.outputs[CACHE_KEY] if cache else None,
         base_model=base_model,
         previous_statistics=previous,
@@ -181,6 +187,7 @@ def _from_daily_state(
         nodes=(window,),
         examples=window.outputs[keys.WINDOW_KEY],
         windowed=True,
+        window_statistics=window.outputs[keys.WINDOW_STATISTICS_KEY],
         analyzer_cache=window.outputs[keys.ANALYZER_CACHE_KEY],
         base_model=window.outputs[keys.BASE_MODEL_KEY] if config.warm_start else None,
         baseline_model=window.outputs[keys.BASELINE_MODEL_KEY],
@@ -250,8 +257,8 @@ def create_pipeline(
         examples=earlier.examples,
         schema=schema_gen.outputs[keys.SCHEMA_KEY],
         # The built-in preprocessing_fn takes its analyzers' results from ExampleGen's
-        # statistics where they are exact; a window's spans each have their own.
-        statistics=None if earlier.windowed else statistics,
+        # statistics where they are exact: a window's, one per span, merged.
+        statistics=earlier.window_statistics if earlier.windowed else statistics,
         analyzer_cache=earlier.analyzer_cache,
         materialize=materialize,
         module_file=config.module_file,

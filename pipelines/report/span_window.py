@@ -44,11 +44,14 @@ class WindowSummary:
       spans: the window's spans, in order.
       analyzed: the spans whose train split Transform read and analyzed.
       from_cache: the spans whose analysis came from Transform's analyzer cache.
+      from_statistics: the spans whose analysis came from ExampleGen's statistics
+        alone (no record read).
     """
 
     spans: tuple[WindowSpan, ...]
     analyzed: tuple[int, ...]
     from_cache: tuple[int, ...]
+    from_statistics: tuple[int, ...] = ()
 
     def rows(self, split: str) -> int:
         """The window's rows of ``split``, all spans together."""
@@ -110,6 +113,7 @@ def _summary(conversions: list[tuple], analysis: str) -> WindowSummary:
         spans=tuple(sorted(spans, key=lambda s: s.span)),
         analyzed=spans_of("analyzed"),
         from_cache=spans_of("from_cache"),
+        from_statistics=spans_of("from_statistics"),
     )
 
 

@@ -85,11 +85,14 @@ def _spans_text(spans) -> str:
 
 
 def _window_line(window) -> str:
-    """The window's spans and rows, and what Transform analyzed or took from its cache."""
+    """The window's spans and rows, and whether Transform analyzed each, took it from its
+    cache or from ExampleGen's statistics."""
     spans = [s.span for s in window.spans]
+    line = f"{len(spans)} span(s) ({_spans_text(spans)}), {window.rows('train'):,} train rows; "
+    if window.from_statistics:
+        return f"{line}Transform's analysis from their statistics, no record read"
     return (
-        f"{len(spans)} span(s) ({_spans_text(spans)}), {window.rows('train'):,} train "
-        f"rows; Transform analyzed {_spans_text(list(window.analyzed))}, its analyzer "
+        f"{line}Transform analyzed {_spans_text(list(window.analyzed))}, its analyzer "
         f"cache served {_spans_text(list(window.from_cache))}"
     )
 
