@@ -52,7 +52,9 @@ def test_summary_and_metrics_name_the_two_classes(two_class_run):
     assert sorted(summary.classes.names) == CLASSES and summary.classes.positive == positive
     assert f"  classes:       2: china, flower (positive: {positive})\n" in result.stdout
     headline = result.stdout.split("  metrics:")[1].splitlines()[0]
-    for metric in ("auc", "precision", "recall"):
+    # Precision is left out when 20 steps leave a model that predicts no row positive (its
+    # share of nothing); AUC and recall are always there.
+    for metric in ("auc", "recall"):
         assert f" {metric} ({positive})=" in f" {headline}"
     assert "(class " not in headline
 
