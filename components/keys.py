@@ -40,9 +40,10 @@ COMPRESSION_KEY = "compression"
 MAX_BAD_FRACTION_KEY = "max_bad_fraction"
 LABEL_KEY = "label_key"
 # The label names classes (classification): ExampleGen's statistics count an integer
-# label's values too, as the custom statistic below, so that Transform reads no record.
+# label's values too, as the custom statistic below (as they do a schema's categorical
+# integers), so that Transform reads no record.
 CATEGORICAL_LABEL_KEY = "categorical_label"
-CLASS_COUNTS_STATISTIC = "tfrecord_pipelines.class_counts"
+VALUE_COUNTS_STATISTIC = "tfrecord_pipelines.value_counts"
 BLOCK_BYTES_KEY = "block_bytes"
 ENCODING_KEY = "encoding"
 DELIMITER_KEY = "delimiter"

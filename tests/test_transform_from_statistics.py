@@ -81,7 +81,7 @@ def _statistics(folder, class_label: str | None, rows: list[dict] | None = None)
     with tf.io.TFRecordWriter(records) as writer:
         for row in _rows() if rows is None else rows:
             writer.write(_example(row))
-    options = stats_options("csv", class_label)
+    options = stats_options("csv", [class_label] if class_label else [])
     stats = tfdv.generate_statistics_from_tfrecord(records, stats_options=options)
     path = str(folder / "FeatureStats.pb")
     with open(path, "wb") as f:

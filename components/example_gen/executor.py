@@ -185,8 +185,8 @@ def _read_spilled_splits(
 def _stats_options(exec_properties: dict[str, Any]):
     """TFDV's options for the source's format, counting a label that names classes."""
     label = exec_properties.get(keys.LABEL_KEY)
-    class_label = label if exec_properties.get(keys.CATEGORICAL_LABEL_KEY) else None
-    return statistics.stats_options(exec_properties[keys.SOURCE_FORMAT_KEY], class_label)
+    counted = [label] if label and exec_properties.get(keys.CATEGORICAL_LABEL_KEY) else []
+    return statistics.stats_options(exec_properties[keys.SOURCE_FORMAT_KEY], counted)
 
 
 def _describe_shards(pipeline, split_dirs: dict[str, str], paths: dict[str, str], options):

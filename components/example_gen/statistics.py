@@ -19,6 +19,7 @@ done, StatisticsGen's pass, on the pipeline's Beam runner.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import apache_beam as beam
 import pyarrow as pa
@@ -28,7 +29,7 @@ from tensorflow_metadata.proto.v0 import statistics_pb2
 from tfx_bsl.public import tfxio
 
 from tfrecord_pipelines.components.data_source import IMAGES
-from tfrecord_pipelines.components.keys import CLASS_COUNTS_STATISTIC
+from tfrecord_pipelines.components.keys import VALUE_COUNTS_STATISTIC
 
 # StatisticsGen's file name, which SchemaGen and ExampleValidator look for.
 STATISTICS_FILE = "FeatureStats.pb"
@@ -46,31 +47,34 @@ QUANTILE_BUCKETS = 100
 TOP_VALUES = 10_000
 
 
-def stats_options(source_format: str, class_label: str | None = None) -> tfdv.StatsOptions:
+def stats_options(source_format: str, counted: Sequence[str] = ()) -> tfdv.StatsOptions:
     """TFDV's options: images also get image statistics (formats, sizes), not string ones;
-    percentiles, not deciles; up to ``TOP_VALUES`` values of each string, not 20; with
-    ``class_label`` (a classification's label), the classes of an integer label counted."""
+    percentiles, not deciles; up to ``TOP_VALUES`` values of each string, not 20; each
+    value of the ``counted`` integer features counted (``ValueCounts``: a classification's
+    label, the categorical integers a schema marks)."""
     return tfdv.StatsOptions(
-        generators=[ClassCounts(class_label)] if class_label else None,
+        generators=[ValueCounts(name) for name in counted] or None,
         enable_semantic_domain_stats=source_format == IMAGES,
         num_quantiles_histogram_buckets=QUANTILE_BUCKETS,
         num_top_values=TOP_VALUES,
     )
 
 
-class ClassCounts(tfdv.CombinerStatsGenerator):
-    """Counts each value of an integer label (a 0/1 or boolean one too), beside TFDV's
-    numeric statistics of it, as the custom statistic ``keys.CLASS_COUNTS_STATISTIC``: a
-    rank histogram of each value (in decimal) and its count.
+class ValueCounts(tfdv.CombinerStatsGenerator):
+    """Counts each value of an integer feature (a label, a 0/1 or boolean one too, or a
+    categorical integer), beside TFDV's numeric statistics of it, as the custom statistic
+    ``keys.VALUE_COUNTS_STATISTIC``: a rank histogram of each value (in decimal) and its
+    count.
 
-    TFDV lists the values of strings only; marking the label categorical in TFDV's schema
-    would list them instead of its numeric statistics, and SchemaGen would then infer a
-    string domain for an INT feature, which TFDV's own validation refuses. With more
-    than ``TOP_VALUES`` values, or values that are not integers, nothing is written.
+    TFDV lists the values of strings only; marking the feature categorical in TFDV's
+    stats options would list them instead of its numeric statistics, and SchemaGen would
+    then infer a string domain for an INT feature, which TFDV's own validation refuses.
+    With more than ``TOP_VALUES`` values, or values that are not integers, nothing is
+    written.
     """
 
     def __init__(self, feature: str):
-        super().__init__(name=f"ClassCounts[{feature}]")
+        super().__init__(name=f"ValueCounts[{feature}]")
         self._feature = feature
 
     def create_accumulator(self) -> dict[int, int] | None:
@@ -109,7 +113,7 @@ class ClassCounts(tfdv.CombinerStatsGenerator):
             return statistics
         feature = statistics.features.add()
         feature.path.step.append(self._feature)
-        histogram = feature.custom_stats.add(name=CLASS_COUNTS_STATISTIC).rank_histogram
+        histogram = feature.custom_stats.add(name=VALUE_COUNTS_STATISTIC).rank_histogram
         for rank, (value, count) in enumerate(sorted(accumulator.items())):
             histogram.buckets.add(
                 low_rank=rank, high_rank=rank, label=str(value), sample_count=count

@@ -13,7 +13,7 @@ analyzers for:
   them when there are no more than ``stats_options``' ``num_top_values``):
   a vocabulary ordered by the tokens' fingerprints needs only the set;
 - the same of a classification's integer or boolean label, which ExampleGen's
-  statistics count beside TFDV's numeric ones (``keys.CLASS_COUNTS_STATISTIC``,
+  statistics count beside TFDV's numeric ones (``keys.VALUE_COUNTS_STATISTIC``,
   each value in decimal, as the ``preprocessing_fn`` turns them into text).
 
 A window of spans has one statistics file per span (ExampleGen described
@@ -43,7 +43,7 @@ import tempfile
 import tensorflow as tf
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
-from tfrecord_pipelines.components.keys import CLASS_COUNTS_STATISTIC
+from tfrecord_pipelines.components.keys import VALUE_COUNTS_STATISTIC
 
 # The custom_config key under which Transform's executor hands the built-in
 # preprocessing_fn the statistics files of the train split: one per span read.
@@ -113,7 +113,7 @@ def _distinct_values(feature: statistics_pb2.FeatureNameStatistics) -> list[str]
         if len(values) != stats.unique or _NON_UTF8_PLACEHOLDER in values:
             return None
         return values
-    counted = [s for s in feature.custom_stats if s.name == CLASS_COUNTS_STATISTIC]
+    counted = [s for s in feature.custom_stats if s.name == VALUE_COUNTS_STATISTIC]
     return [bucket.label for bucket in counted[0].rank_histogram.buckets] if counted else None
 
 
