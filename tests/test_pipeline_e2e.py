@@ -179,8 +179,11 @@ def test_transform_takes_its_analysis_from_the_statistics_and_reads_no_data(peng
         "analyzed": [], "from_cache": [], "from_statistics": [f"{train}/Split-train/*"]
     }  # fmt: skip
     # The vocabularies are assets of the graph, under the names the Trainer looks up.
+    # The curated schema marks the integer year categorical: ExampleGen counted its values.
     assets = sorted(p.name for p in Path(graph.uri, "transform_fn", "assets").iterdir())
-    assert assets == ["island_vocab", "sex_vocab", "species_vocab"]
+    assert assets == ["island_vocab", "sex_vocab", "species_vocab", "year_vocab"]
+    years = Path(graph.uri, "transform_fn", "assets", "year_vocab").read_text().split()
+    assert sorted(years) == ["2007", "2008", "2009"]
 
 
 def test_summary_says_what_each_component_cost_and_what_the_model_saw(penguins_run):

@@ -18,6 +18,7 @@ from tfrecord_pipelines.components.example_gen.statistics import stats_options
 from tfrecord_pipelines.components.task import Task, transformed_name, vocabulary_name
 from tfrecord_pipelines.components.transform import preprocessing_fn, statistics_analysis
 from tfrecord_pipelines.components.transform.in_place_analysis import has_analyzers
+from tfrecord_pipelines.components.transform.preprocessing import CATEGORICAL_INTEGERS_KEY
 
 ROWS = 600
 RAW_SPEC = {
@@ -30,14 +31,21 @@ RAW_SPEC = {
     "class_id": tf.io.FixedLenFeature([1], tf.int64),
     # A boolean column, as ExampleGen stores it: the integers 0 and 1.
     "flag": tf.io.FixedLenFeature([1], tf.int64),
+    # A code the schema marks categorical (int_domain.is_categorical), sometimes missing.
+    "rating": tf.io.VarLenFeature(tf.int64),
 }
 # Integer labels, whose classes ExampleGen's statistics count in a classification.
 INTEGER_LABELS = ("class_id", "flag")
 # Drops what the task leaves out: the other label, and "flat" (one value, the same in
 # every row: a variance of 0).
 TASK = Task(
-    label="label", inputs=("size", "count", "colour", "tags", "flat"), multi_valued=("tags",)
+    label="label",
+    inputs=("size", "count", "colour", "tags", "flat", "rating"),
+    multi_valued=("tags",),
 )
+# What Transform's executor adds to the custom_config for a schema marking "rating"
+# categorical; ExampleGen then counts its values too.
+CATEGORICAL = {CATEGORICAL_INTEGERS_KEY: ["rating"]}
 
 
 def _rows(seed: int = 0, rows: int = ROWS, span: int = 0) -> list[dict]:
@@ -58,6 +66,7 @@ def _rows(seed: int = 0, rows: int = ROWS, span: int = 0) -> list[dict]:
             "label": [rng.choice([b"yes", b"no", b"maybe"])],
             "class_id": [rng.randrange(3)],
             "flag": [int(rng.random() < 0.3)],
+            "rating": [rng.randint(1, 5)] if i % 6 else [],
         })  # fmt: skip
     return found
 
@@ -81,7 +90,7 @@ def _statistics(folder, class_label: str | None, rows: list[dict] | None = None)
     with tf.io.TFRecordWriter(records) as writer:
         for row in _rows() if rows is None else rows:
             writer.write(_example(row))
-    options = stats_options("csv", [class_label] if class_label else [])
+    options = stats_options("csv", [class_label, "rating"] if class_label else ["rating"])
     stats = tfdv.generate_statistics_from_tfrecord(records, stats_options=options)
     path = str(folder / "FeatureStats.pb")
     with open(path, "wb") as f:
@@ -121,7 +130,7 @@ def _analyze_and_transform(config: dict, output: str, rows: list[dict] | None = 
 @pytest.mark.parametrize("label", ["label", "class_id", "flag"])
 def test_vocabularies_means_and_variances_equal_tf_transforms(statistics_paths, tmp_path, label):
     task = Task(label=label, inputs=TASK.inputs, multi_valued=TASK.multi_valued)
-    config = task.to_custom_config()
+    config = {**task.to_custom_config(), **CATEGORICAL}
     analyzed = _analyze_and_transform(config, str(tmp_path / "analyzed"))
     from_statistics = _analyze_and_transform(
         {**config, statistics_analysis.STATISTICS_PATH_KEY: [statistics_paths[label]]},
@@ -130,18 +139,22 @@ def test_vocabularies_means_and_variances_equal_tf_transforms(statistics_paths, 
     graphs = [
         tft.TFTransformOutput(str(tmp_path / name)) for name in ("analyzed", "from_statistics")
     ]
-    for name in ("colour", "tags", label):
+    for name in ("colour", "tags", "rating", label):
         vocabularies = [g.vocabulary_by_name(vocabulary_name(name)) for g in graphs]
         assert vocabularies[0] == vocabularies[1]
         assert b"two\nlines" not in vocabularies[0] and b"" not in vocabularies[0]
     assert "\u00fcber".encode() in graphs[0].vocabulary_by_name(vocabulary_name("colour"))
+    # The categorical integer's categories are its values, as text.
+    assert sorted(graphs[1].vocabulary_by_name(vocabulary_name("rating"))) == [
+        b"1", b"2", b"3", b"4", b"5"
+    ]  # fmt: skip
     # Means and variances: the same rows, the same z-scores (float32 arithmetic).
     for a, b in zip(analyzed, from_statistics, strict=True):
         for key in ("size", "count", "flat"):
             np.testing.assert_allclose(
                 a[transformed_name(key)], b[transformed_name(key)], rtol=1e-5, atol=1e-6
             )
-        for key in ("colour", "tags", label):
+        for key in ("colour", "tags", "rating", label):
             np.testing.assert_array_equal(a[transformed_name(key)], b[transformed_name(key)])
     sizes = np.array([row[transformed_name("size")] for row in from_statistics]).ravel()
     assert abs(sizes.mean()) < 0.05 and sizes.std() > 0.9
@@ -158,8 +171,8 @@ def test_nothing_is_left_to_analyze_with_a_string_integer_or_boolean_label(stati
     without reading the data), and the classes are named by value."""
     task = Task(label=label, inputs=TASK.inputs, multi_valued=TASK.multi_valued)
     with_statistics = {statistics_analysis.STATISTICS_PATH_KEY: [statistics_paths[label]]}
-    assert _has_analyzers(task.to_custom_config())
-    assert not _has_analyzers({**task.to_custom_config(), **with_statistics})
+    assert _has_analyzers({**task.to_custom_config(), **CATEGORICAL})
+    assert not _has_analyzers({**task.to_custom_config(), **CATEGORICAL, **with_statistics})
     statistics = statistics_analysis.load((statistics_paths[label],))
     classes = statistics.vocabulary(label)
     assert sorted(classes) == {
@@ -257,7 +270,7 @@ def test_a_windows_merged_statistics_equal_tf_transforms_analysis_of_the_whole_w
     row of the window: output by output, with no analyzer left."""
     rows, paths = window
     task = Task(label=label, inputs=TASK.inputs, multi_valued=TASK.multi_valued)
-    config = task.to_custom_config()
+    config = {**task.to_custom_config(), **CATEGORICAL}
     merged = {**config, statistics_analysis.STATISTICS_PATH_KEY: paths[label]}
     assert not _has_analyzers(merged)
     analyzed = _analyze_and_transform(config, str(tmp_path / "analyzed"), rows)
@@ -265,7 +278,7 @@ def test_a_windows_merged_statistics_equal_tf_transforms_analysis_of_the_whole_w
     graphs = [
         tft.TFTransformOutput(str(tmp_path / name)) for name in ("analyzed", "from_statistics")
     ]
-    for name in ("colour", "tags", label):
+    for name in ("colour", "tags", "rating", label):
         vocabularies = [g.vocabulary_by_name(vocabulary_name(name)) for g in graphs]
         assert vocabularies[0] == vocabularies[1]
     assert b"span3" in graphs[1].vocabulary_by_name(vocabulary_name("tags"))
@@ -274,7 +287,7 @@ def test_a_windows_merged_statistics_equal_tf_transforms_analysis_of_the_whole_w
             np.testing.assert_allclose(
                 a[transformed_name(key)], b[transformed_name(key)], rtol=1e-5, atol=1e-5
             )
-        for key in ("colour", "tags", label):
+        for key in ("colour", "tags", "rating", label):
             np.testing.assert_array_equal(a[transformed_name(key)], b[transformed_name(key)])
     # The spans' sizes differ in mean and spread: one span's moments would not do.
     sizes = np.array([row[transformed_name("size")] for row in from_statistics]).ravel()

@@ -20,6 +20,7 @@ from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils, proto_utils
 
 from tfrecord_pipelines.components import keys, ui_artifacts
+from tfrecord_pipelines.components.categorical import categorical_integers
 from tfrecord_pipelines.components.data_source import IMAGES
 from tfrecord_pipelines.components.example_gen import statistics, summary_page
 from tfrecord_pipelines.components.example_gen.beam.shards import (
@@ -183,9 +184,13 @@ def _read_spilled_splits(
 
 
 def _stats_options(exec_properties: dict[str, Any]):
-    """TFDV's options for the source's format, counting a label that names classes."""
+    """TFDV's options for the source's format, counting the values of a label that names
+    classes and of the integers the schema marks categorical."""
     label = exec_properties.get(keys.LABEL_KEY)
     counted = [label] if label and exec_properties.get(keys.CATEGORICAL_LABEL_KEY) else []
+    counted += [
+        name for name in categorical_integers(exec_properties.get(_SCHEMA)) if name not in counted
+    ]
     return statistics.stats_options(exec_properties[keys.SOURCE_FORMAT_KEY], counted)
 
 

@@ -17,7 +17,8 @@ files to the ``preprocessing_fn`` through its custom_config
 analyzers' results from them where they are exact, merging a window's spans.
 When no analyzer is left, the graph is written in place, without reading the
 data (``in_place_analysis``); an analyzer cache it was to update is left
-empty, as no analyzer ran.
+empty, as no analyzer ran. The integer features the schema marks categorical
+go in the custom_config too (``preprocessing.CATEGORICAL_INTEGERS_KEY``).
 """
 
 from __future__ import annotations
@@ -27,16 +28,19 @@ import json
 import os
 
 from absl import logging
+from tensorflow_metadata.proto.v0 import schema_pb2
 from tfx.components.transform import executor as tfx_executor
 from tfx.dsl.io import fileio
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import io_utils, json_utils
 
+from tfrecord_pipelines.components.categorical import categorical_integers
 from tfrecord_pipelines.components.example_gen.statistics import STATISTICS_FILE
 from tfrecord_pipelines.components.keys import ANALYSIS_KEY, STATISTICS_KEY
 from tfrecord_pipelines.components.spans.resolvers import span_of
 from tfrecord_pipelines.components.transform import in_place_analysis
 from tfrecord_pipelines.components.transform.in_place_analysis import ANALYZED_SPLIT
+from tfrecord_pipelines.components.transform.preprocessing import CATEGORICAL_INTEGERS_KEY
 from tfrecord_pipelines.components.transform.statistics_analysis import STATISTICS_PATH_KEY
 
 # tf.Transform's list of a dataset's cache entries, in the dataset's cache folder.
@@ -78,7 +82,9 @@ class Executor(tfx_executor.Executor):
 
     def Do(self, input_dict, output_dict, exec_properties):  # noqa: N802 - TFX API
         """Runs TFX's Transform, then records what it analyzed (see the module's docstring)."""
-        exec_properties = _with_statistics(input_dict, exec_properties)
+        exec_properties = _with_categorical_integers(
+            input_dict, _with_statistics(input_dict, exec_properties)
+        )
         in_place = bool(input_dict.get(STATISTICS_KEY)) and in_place_analysis.write_in_place(
             self, input_dict, output_dict, exec_properties
         )
@@ -103,6 +109,27 @@ class Executor(tfx_executor.Executor):
         graph.set_string_custom_property(ANALYSIS_KEY, json.dumps(analysis))
 
 
+def _with_custom_config(exec_properties: dict, key: str, value) -> dict:
+    """The exec properties with ``key`` set in their custom_config (TFX's JSON)."""
+    name = standard_component_specs.CUSTOM_CONFIG_KEY
+    custom_config = json_utils.loads(exec_properties.get(name) or "null") or {}
+    return {**exec_properties, name: json_utils.dumps({**custom_config, key: value})}
+
+
+def _with_categorical_integers(input_dict, exec_properties: dict) -> dict:
+    """The exec properties, with the integer features the schema marks categorical in the
+    custom_config (the built-in preprocessing_fn maps them through a vocabulary)."""
+    schema_file = io_utils.get_only_uri_in_dir(
+        artifact_utils.get_single_uri(input_dict[standard_component_specs.SCHEMA_KEY])
+    )
+    names = categorical_integers(io_utils.parse_pbtxt_file(schema_file, schema_pb2.Schema()))
+    return (
+        _with_custom_config(exec_properties, CATEGORICAL_INTEGERS_KEY, names)
+        if names
+        else exec_properties
+    )
+
+
 def _with_statistics(input_dict, exec_properties: dict) -> dict:
     """The exec properties, with the train split's statistics files (one per Examples
     artifact, matched by span) in the custom_config; unchanged when some span has none."""
@@ -124,7 +151,4 @@ def _with_statistics(input_dict, exec_properties: dict) -> dict:
         os.path.join(artifact_utils.get_split_uri([by_span[span]], ANALYZED_SPLIT), STATISTICS_FILE)
         for span in spans
     ]
-    key = standard_component_specs.CUSTOM_CONFIG_KEY
-    custom_config = json_utils.loads(exec_properties.get(key) or "null") or {}
-    custom_config[STATISTICS_PATH_KEY] = paths
-    return {**exec_properties, key: json_utils.dumps(custom_config)}
+    return _with_custom_config(exec_properties, STATISTICS_PATH_KEY, paths)

@@ -9,7 +9,8 @@ holds images), and each is handled by its type.
   mean (one analyzer phase, so one pass over the data);
 - numeric, a fixed count of values per row (a vector): z-scores, each
   position over its own values;
-- string, one or several values per row: indices through a vocabulary
+- string, or an integer the schema marks categorical (a code, an id; as
+  text), one or several values per row: indices through a vocabulary
   computed on the training split, with one out-of-vocabulary bucket
   (missing single values become the empty string, a category of its own;
   several values stay a sparse bag of indices);
@@ -47,6 +48,9 @@ from tfrecord_pipelines.components.transform import statistics_analysis
 from tfrecord_pipelines.components.transform.statistics_analysis import TrainStatistics
 
 _OOV_BUCKETS = 1
+# The custom_config key under which Transform's executor names the integer features the
+# schema marks categorical (``categorical.categorical_integers``).
+CATEGORICAL_INTEGERS_KEY = "categorical_integers"
 
 
 def _densify(x: tf.Tensor | tf.SparseTensor, default_value: Any) -> tf.Tensor:
@@ -109,20 +113,21 @@ def _vocabulary_indices(
     return tft.apply_vocabulary(x, path, num_oov_buckets=oov_buckets)
 
 
+def _as_text(x: tf.Tensor | tf.SparseTensor) -> tf.Tensor | tf.SparseTensor:
+    """Numbers as text, so a vocabulary names them by value: integers in decimal, floats
+    as %g ("1", "0.5"); label_values.class_name says the same in Python."""
+    shortest = x.dtype.is_floating
+    if isinstance(x, tf.SparseTensor):
+        values = tf.strings.as_string(x.values, shortest=shortest)
+        return tf.SparseTensor(x.indices, values, x.dense_shape)
+    return tf.strings.as_string(x, shortest=shortest)
+
+
 def _label(x: tf.Tensor | tf.SparseTensor, task: Task, stats: TrainStatistics | None):
     if not task.is_classification:
         return _mean_imputed(task.label, x, stats)
     if x.dtype != tf.string:
-        # Numbers become text so the vocabulary names classes by value: integers in
-        # decimal, floats as %g ("1", "0.5"); label_values.class_name says the same in Python.
-        shortest = x.dtype.is_floating
-        x = (
-            tf.SparseTensor(
-                x.indices, tf.strings.as_string(x.values, shortest=shortest), x.dense_shape
-            )
-            if isinstance(x, tf.SparseTensor)
-            else tf.strings.as_string(x, shortest=shortest)
-        )
+        x = _as_text(x)
     return _vocabulary_indices(task.label, _densify(x, default_value=""), stats, oov_buckets=0)
 
 
@@ -139,7 +144,11 @@ def _multi_valued(key: str, x: tf.Tensor | tf.SparseTensor, stats: TrainStatisti
     return tft.scale_to_z_score(_as_float(x), elementwise=True)
 
 
-def _transform_input(key: str, x, task: Task, stats: TrainStatistics | None):
+def _transform_input(
+    key: str, x, task: Task, stats: TrainStatistics | None, categorical: frozenset[str]
+):
+    if key in categorical and x.dtype.is_integer:
+        x = _as_text(x)
     if key == task.image_feature:
         if x.dtype != tf.string:
             raise ValueError(f"Image feature {key!r} must hold encoded bytes, not {x.dtype.name}.")
@@ -159,7 +168,7 @@ def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> d
       inputs: raw feature tensors keyed by schema feature name.
       custom_config: the component's custom_config, carrying a ``Task`` and, when
         Transform's executor had them, the paths of the train split's statistics
-        (one per span read).
+        (one per span read) and the integers the schema marks categorical.
 
     Returns:
       Transformed tensors keyed by ``transformed_name(feature)``: [batch, 1]
@@ -178,8 +187,9 @@ def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> d
             f"Label column {task.label!r} is not in the schema; features are: "
             f"{', '.join(sorted(inputs))}."
         )
+    categorical = frozenset((custom_config or {}).get(CATEGORICAL_INTEGERS_KEY, ()))
     outputs = {
-        transformed_name(key): _transform_input(key, inputs[key], task, stats)
+        transformed_name(key): _transform_input(key, inputs[key], task, stats, categorical)
         for key in task.model_inputs(inputs)
     }
     outputs[transformed_name(task.label)] = _label(inputs[task.label], task, stats)
