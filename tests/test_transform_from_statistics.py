@@ -136,28 +136,41 @@ def test_vocabularies_means_and_variances_equal_tf_transforms(statistics_paths, 
         {**config, statistics_analysis.STATISTICS_PATH_KEY: [statistics_paths[label]]},
         str(tmp_path / "from_statistics"),
     )
-    graphs = [
-        tft.TFTransformOutput(str(tmp_path / name)) for name in ("analyzed", "from_statistics")
-    ]
-    for name in ("colour", "tags", "rating", label):
-        vocabularies = [g.vocabulary_by_name(vocabulary_name(name)) for g in graphs]
-        assert vocabularies[0] == vocabularies[1]
-        assert b"two\nlines" not in vocabularies[0] and b"" not in vocabularies[0]
+    graphs = _assert_same_outputs(tmp_path, analyzed, from_statistics, label, atol=1e-6)
+    for name in (*TEXT_OUTPUTS, label):
+        vocabulary = graphs[0].vocabulary_by_name(vocabulary_name(name))
+        assert b"two\nlines" not in vocabulary and b"" not in vocabulary
     assert "\u00fcber".encode() in graphs[0].vocabulary_by_name(vocabulary_name("colour"))
     # The categorical integer's categories are its values, as text.
     assert sorted(graphs[1].vocabulary_by_name(vocabulary_name("rating"))) == [
         b"1", b"2", b"3", b"4", b"5"
     ]  # fmt: skip
-    # Means and variances: the same rows, the same z-scores (float32 arithmetic).
+
+
+# The outputs through a vocabulary (beside the label), and those scaled to z-scores.
+TEXT_OUTPUTS = ("colour", "tags", "rating")
+NUMERIC_OUTPUTS = ("size", "count", "flat")
+
+
+def _assert_same_outputs(
+    folder, analyzed: list[dict], from_statistics: list[dict], label: str, atol: float
+) -> list[tft.TFTransformOutput]:
+    """The two graphs in ``folder`` have the same vocabularies and give the same rows
+    (z-scores to float32 arithmetic); the graphs, analyzed first."""
+    graphs = [tft.TFTransformOutput(str(folder / n)) for n in ("analyzed", "from_statistics")]
+    for name in (*TEXT_OUTPUTS, label):
+        vocabularies = [g.vocabulary_by_name(vocabulary_name(name)) for g in graphs]
+        assert vocabularies[0] == vocabularies[1]
     for a, b in zip(analyzed, from_statistics, strict=True):
-        for key in ("size", "count", "flat"):
+        for key in NUMERIC_OUTPUTS:
             np.testing.assert_allclose(
-                a[transformed_name(key)], b[transformed_name(key)], rtol=1e-5, atol=1e-6
+                a[transformed_name(key)], b[transformed_name(key)], rtol=1e-5, atol=atol
             )
-        for key in ("colour", "tags", "rating", label):
+        for key in (*TEXT_OUTPUTS, label):
             np.testing.assert_array_equal(a[transformed_name(key)], b[transformed_name(key)])
     sizes = np.array([row[transformed_name("size")] for row in from_statistics]).ravel()
     assert abs(sizes.mean()) < 0.05 and sizes.std() > 0.9
+    return graphs
 
 
 def _has_analyzers(config: dict) -> bool:
@@ -275,23 +288,9 @@ def test_a_windows_merged_statistics_equal_tf_transforms_analysis_of_the_whole_w
     assert not _has_analyzers(merged)
     analyzed = _analyze_and_transform(config, str(tmp_path / "analyzed"), rows)
     from_statistics = _analyze_and_transform(merged, str(tmp_path / "from_statistics"), rows)
-    graphs = [
-        tft.TFTransformOutput(str(tmp_path / name)) for name in ("analyzed", "from_statistics")
-    ]
-    for name in ("colour", "tags", "rating", label):
-        vocabularies = [g.vocabulary_by_name(vocabulary_name(name)) for g in graphs]
-        assert vocabularies[0] == vocabularies[1]
+    graphs = _assert_same_outputs(tmp_path, analyzed, from_statistics, label, atol=1e-5)
     assert b"span3" in graphs[1].vocabulary_by_name(vocabulary_name("tags"))
-    for a, b in zip(analyzed, from_statistics, strict=True):
-        for key in ("size", "count", "flat"):
-            np.testing.assert_allclose(
-                a[transformed_name(key)], b[transformed_name(key)], rtol=1e-5, atol=1e-5
-            )
-        for key in ("colour", "tags", "rating", label):
-            np.testing.assert_array_equal(a[transformed_name(key)], b[transformed_name(key)])
     # The spans' sizes differ in mean and spread: one span's moments would not do.
-    sizes = np.array([row[transformed_name("size")] for row in from_statistics]).ravel()
-    assert abs(sizes.mean()) < 0.05 and sizes.std() > 0.9
     alone = statistics_analysis.load((paths[label][0],)).moments("size")
     assert abs(alone[0] - statistics_analysis.load(tuple(paths[label])).moments("size")[0]) > 10
 
