@@ -20,7 +20,7 @@ from tfrecord_pipelines.local.run_record import NodeExecution
 # What each data component's records are: a user compares rates of like with like.
 RECORDS_MEANING = {
     EXAMPLE_GEN_ID: "input rows read (converted and described)",
-    TRANSFORM_ID: "train examples analyzed",
+    TRANSFORM_ID: "train examples read and analyzed",
     TRAINER_ID: "examples trained on",
     EVALUATOR_ID: "eval examples scored",
 }
@@ -44,7 +44,7 @@ class ComponentCost:
 
     @property
     def records_meaning(self) -> str | None:
-        """What this component's records are, e.g. "train examples analyzed"."""
+        """What this component's records are, e.g. "train examples read and analyzed"."""
         return RECORDS_MEANING.get(self.node_id)
 
     @property
@@ -71,6 +71,16 @@ def _split_records(run: dict[str, NodeExecution]) -> tuple[int | None, dict[str,
     return plan["records_read"], {name: s["records"] for name, s in plan["splits"].items()}
 
 
+def _analysis_from_statistics(run: dict[str, NodeExecution]) -> bool:
+    """Whether Transform took its whole analysis from ExampleGen's statistics (read nothing)."""
+    transform = run.get(TRANSFORM_ID)
+    graph = transform.output(keys.TRANSFORM_GRAPH_KEY) if transform else None
+    if graph is None or keys.ANALYSIS_KEY not in graph.custom_properties:
+        return False
+    analysis = json.loads(graph.custom_properties[keys.ANALYSIS_KEY].string_value)
+    return bool(analysis.get("from_statistics")) and not analysis.get("analyzed")
+
+
 def component_costs(
     run: dict[str, NodeExecution],
     training: TrainingLength | None,
@@ -85,9 +95,11 @@ def component_costs(
         run's train split (a window of spans: the spans its cache lacked).
     """
     read, splits = _split_records(run)
+    if analyzed_rows is None:
+        analyzed_rows = None if _analysis_from_statistics(run) else splits.get("train")
     records = {
         EXAMPLE_GEN_ID: read,
-        TRANSFORM_ID: splits.get("train") if analyzed_rows is None else analyzed_rows,
+        TRANSFORM_ID: analyzed_rows,
         TRAINER_ID: training.examples if training else None,
         EVALUATOR_ID: splits.get("eval"),
     }
