@@ -142,6 +142,12 @@ def _drifted(summary) -> str:
     return ", ".join(sorted(n for n, r in report.items() if r["drifted"])) or "none"
 
 
+def _daily_args(data: str, window: int, output: str) -> list[str]:
+    """The daily run's arguments over the spans in ``data``, with a window of ``window``."""
+    return ["--data", f"{data}/day-{{SPAN}}/", "--window", str(window), "--name", NAME,
+            "--output", output]  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=100_000, help="rows per span")
@@ -170,16 +176,14 @@ def main() -> None:
         os.symlink(f"{data}/day-{span}/rows.csv", f"{one_shot_data}/day-{span:03d}.csv")
 
     daily = os.path.join(work, "daily")
-    common = ["--data", f"{data}/day-{{SPAN}}/", "--window", str(args.window), "--name", NAME]
-    common += ["--output", daily]
+    common = _daily_args(data, args.window, daily)
     before = _run(f"day {last - 1}, window {args.window} (first run: backfill)",
                   [*common, "--span", str(last - 1)], f"{work}/day-before.log")  # fmt: skip
     warm = _run(f"day {last}, warm start", [*common, "--span", str(last)], f"{work}/day-warm.log")
     cold = _run(f"day {last}, --no-warm-start", [*common, "--span", str(last), "--no-warm-start"],
                 f"{work}/day-cold.log")  # fmt: skip
     small_output = os.path.join(work, "daily-small")
-    small = ["--data", f"{data}/day-{{SPAN}}/", "--window", str(args.small_window)]
-    small += ["--name", NAME, "--output", small_output]
+    small = _daily_args(data, args.small_window, small_output)
     _run(f"day {last - 1}, window {args.small_window} (first run: backfill)",
          [*small, "--span", str(last - 1)], f"{work}/small-before.log")  # fmt: skip
     small_warm = _run(f"day {last}, window {args.small_window}, warm start",

@@ -136,19 +136,20 @@ def _with_statistics(input_dict, exec_properties: dict) -> dict:
     statistics = input_dict.get(STATISTICS_KEY)
     if not statistics:
         return exec_properties
-    by_span = {span_of(s): s for s in statistics}
     examples = input_dict.get(standard_component_specs.EXAMPLES_KEY, [])
     spans = sorted(span_of(e) for e in examples)
-    if len(by_span) != len(statistics) or sorted(by_span) != spans:
+    ordered = sorted(statistics, key=span_of)
+    found = [span_of(s) for s in ordered]
+    if found != spans:
         logging.warning(
             "Transform: the statistics of spans %s do not match the examples of spans %s; "
             "tf.Transform analyzes the data.",
-            sorted(span_of(s) for s in statistics),
+            found,
             spans,
         )
         return exec_properties
     paths = [
-        os.path.join(artifact_utils.get_split_uri([by_span[span]], ANALYZED_SPLIT), STATISTICS_FILE)
-        for span in spans
+        os.path.join(artifact_utils.get_split_uri([s], ANALYZED_SPLIT), STATISTICS_FILE)
+        for s in ordered
     ]
     return _with_custom_config(exec_properties, STATISTICS_PATH_KEY, paths)

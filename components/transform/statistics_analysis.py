@@ -119,7 +119,9 @@ def _distinct_values(feature: statistics_pb2.FeatureNameStatistics) -> list[str]
 
 def _merged_moments(parts: list[tuple[int, float, float]]) -> tuple[float, float]:
     """The mean and (population) variance of values in parts, each given by its count, mean
-    and variance: the variance is the parts' mean variance plus their means' spread."""
+    and variance: the variance is the parts' mean variance plus their means' spread. One
+    part gives its own figures, as TFDV wrote them (the arithmetic could move them by an
+    ulp)."""
     if len(parts) == 1:
         _, mean, variance = parts[0]
         return mean, variance

@@ -16,6 +16,7 @@ from tfrecord_pipelines.definition.pipeline import (
 )
 from tfrecord_pipelines.local.component_costs import read_cost
 from tfrecord_pipelines.local.run_record import NodeExecution
+from tfrecord_pipelines.report.span_window import recorded_analysis
 
 # What each data component's records are: a user compares rates of like with like.
 RECORDS_MEANING = {
@@ -73,11 +74,7 @@ def _split_records(run: dict[str, NodeExecution]) -> tuple[int | None, dict[str,
 
 def _analysis_from_statistics(run: dict[str, NodeExecution]) -> bool:
     """Whether Transform took its whole analysis from ExampleGen's statistics (read nothing)."""
-    transform = run.get(TRANSFORM_ID)
-    graph = transform.output(keys.TRANSFORM_GRAPH_KEY) if transform else None
-    if graph is None or keys.ANALYSIS_KEY not in graph.custom_properties:
-        return False
-    analysis = json.loads(graph.custom_properties[keys.ANALYSIS_KEY].string_value)
+    analysis = json.loads(recorded_analysis(run) or "{}")
     return bool(analysis.get("from_statistics")) and not analysis.get("analyzed")
 
 

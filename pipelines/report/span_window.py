@@ -66,6 +66,15 @@ def _span_of_pattern(pattern: str, spans_by_uri: dict[str, int]) -> int | None:
     return next((span for uri, span in spans_by_uri.items() if pattern.startswith(uri + "/")), None)
 
 
+def recorded_analysis(run: dict[str, NodeExecution]) -> str:
+    """What the run's Transform recorded of its analysis (its graph's
+    ``keys.ANALYSIS_KEY``, JSON); "" when it recorded none."""
+    transform = run.get(TRANSFORM_ID)
+    graph = transform.output(keys.TRANSFORM_GRAPH_KEY) if transform is not None else None
+    properties = graph.custom_properties if graph is not None else {}
+    return properties[ANALYSIS_KEY].string_value if ANALYSIS_KEY in properties else ""
+
+
 def summarize_window(run: dict[str, NodeExecution]) -> WindowSummary | None:
     """The window of a run with ``--window``; None for a run without one."""
     transform = run.get(TRANSFORM_ID)
@@ -77,7 +86,6 @@ def summarize_window(run: dict[str, NodeExecution]) -> WindowSummary | None:
         if example_gen and example_gen.state == "complete"
         else None
     )
-    graph = transform.output(keys.TRANSFORM_GRAPH_KEY)
     conversions = []
     for artifact in transform.inputs.get(keys.EXAMPLES_KEY, []):
         props = artifact.custom_properties
@@ -86,11 +94,7 @@ def summarize_window(run: dict[str, NodeExecution]) -> WindowSummary | None:
         conversions.append(
             (artifact.uri, span, version, plan, own is not None and own.id == artifact.id)
         )
-    analysis = graph.custom_properties if graph is not None else {}
-    return _summary(
-        conversions,
-        analysis[ANALYSIS_KEY].string_value if ANALYSIS_KEY in analysis else "",
-    )
+    return _summary(conversions, recorded_analysis(run))
 
 
 def _summary(conversions: list[tuple], analysis: str) -> WindowSummary:
