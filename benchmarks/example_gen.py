@@ -146,8 +146,8 @@ def _bare_chain(source: str, dest: str, compression: str) -> int:
     from tfx_bsl.coders import example_coder
 
     from tfrecord_pipelines.components.data_source import read_header
+    from tfrecord_pipelines.components.data_source.csv_types import infer_column_types
     from tfrecord_pipelines.components.example_gen.csv_source import ARROW_READ_TYPES as read_types
-    from tfrecord_pipelines.components.example_gen.csv_types import infer_column_types
     from tfrecord_pipelines.components.example_gen.record_encoding import as_feature_column
 
     path = os.path.join(source, "data.csv")

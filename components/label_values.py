@@ -18,8 +18,8 @@ from __future__ import annotations
 import dataclasses
 
 from tfrecord_pipelines.components.data_source import CSV, DataSource
+from tfrecord_pipelines.components.data_source.column_types import ColumnType
 from tfrecord_pipelines.components.data_source.csv_dialect import open_data
-from tfrecord_pipelines.components.example_gen.features import ColumnType
 
 # A regression label may hold this share of values that are not numbers:
 # ExampleGen quarantines those rows, as it does other bad input, up to its
@@ -77,7 +77,7 @@ def label_column_type(source: DataSource, label: str, schema=None, encoding: str
     inferred from the CSV rows as ExampleGen infers it (``csv_types``)."""
     if source.format == CSV:
         from tfrecord_pipelines.components.data_source import read_header
-        from tfrecord_pipelines.components.example_gen.csv_types import infer_column_types
+        from tfrecord_pipelines.components.data_source.csv_types import infer_column_types
 
         files, delimiter = source.files(), source.delimiter or ","
         header = read_header(files, encoding, delimiter)

@@ -4,11 +4,8 @@ import codecs
 
 import pytest
 
-from tfrecord_pipelines.components.example_gen.csv_blocks import (
-    cut_block,
-    plan_blocks,
-    split_records,
-)
+from tfrecord_pipelines.components.data_source.csv_records import split_records
+from tfrecord_pipelines.components.example_gen.csv_blocks import cut_block, plan_blocks
 
 ROWS = [b"1,plain,0", b'2,"two\nlines",1', b'3,"quote "" inside",0', b"4,last,1"]
 

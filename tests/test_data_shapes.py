@@ -19,8 +19,8 @@ import pytest
 from tfrecord_pipelines.cli.main import main
 from tfrecord_pipelines.components import data_source
 from tfrecord_pipelines.components.data_source import csv_dialect, files, partitions
+from tfrecord_pipelines.components.data_source.column_types import ColumnType
 from tfrecord_pipelines.components.example_gen.csv_blocks import CsvStream, plan_blocks
-from tfrecord_pipelines.components.example_gen.features import ColumnType
 
 ROWS = 2000
 LABEL = "target"

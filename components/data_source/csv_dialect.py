@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.data_source import files as data_files
+from tfrecord_pipelines.components.data_source.csv_records import split_records
 
 DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
 DEFAULT_DELIMITER = ","
@@ -146,9 +147,6 @@ def check_delimiter(delimiter: str) -> None:
 
 
 def _records(path: str, encoding: str) -> list[str]:
-    # Imported here: csv_blocks is the converter's, and its record ends are RFC 4180's.
-    from tfrecord_pipelines.components.example_gen.csv_blocks import split_records
-
     data = strip_bom(read_start(path, _SNIFF_BYTES))
     records = [r for r in split_records(data, 1) if r.complete][: _SNIFF_RECORDS + 1]
     if len(data) == _SNIFF_BYTES and len(records) > 1:

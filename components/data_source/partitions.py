@@ -16,7 +16,7 @@ import dataclasses
 import re
 import urllib.parse
 
-from tfrecord_pipelines.components.example_gen.features import ColumnType
+from tfrecord_pipelines.components.data_source.column_types import ColumnType
 
 _KEY_LEVEL = re.compile(r"([^=*?\[\]/{}]+)=\*")
 _NULL = "__HIVE_DEFAULT_PARTITION__"

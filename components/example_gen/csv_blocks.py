@@ -16,16 +16,13 @@ pieces of about the block size, cut at record ends the same way.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 from collections.abc import Iterator
 
 from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.data_source.csv_dialect import open_data, read_chunks
+from tfrecord_pipelines.components.data_source.csv_records import NEWLINE, QUOTE
 from tfrecord_pipelines.components.data_source.files import compression_of
-
-_QUOTE = b'"'
-_NEWLINE = b"\n"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,11 +87,11 @@ class CsvStream:
                 end = _last_record_end(data, 4 * self.block_bytes)
                 if header and end:
                     first = _first_record_end(data[:end])
-                    line += data.count(_NEWLINE, 0, first)
+                    line += data.count(NEWLINE, 0, first)
                     data, end, header = data[first:], end - first, False
                 if end:
                     yield data[:end], line
-                    line += data.count(_NEWLINE, 0, end)
+                    line += data.count(NEWLINE, 0, end)
                 carry = data[end:]
         if header:
             carry = carry[_first_record_end(carry) :]
@@ -105,12 +102,12 @@ class CsvStream:
 def _first_record_end(data: bytes) -> int:
     """The offset after the first record's line end (all of ``data`` if it has none)."""
     quotes, start = 0, 0
-    found = data.find(_NEWLINE)
+    found = data.find(NEWLINE)
     while found != -1:
-        quotes += data.count(_QUOTE, start, found)
+        quotes += data.count(QUOTE, start, found)
         if quotes % 2 == 0:
             return found + 1
-        start, found = found, data.find(_NEWLINE, found + 1)
+        start, found = found, data.find(NEWLINE, found + 1)
     return len(data)
 
 
@@ -121,15 +118,15 @@ def _last_record_end(data: bytes, most: int) -> int:
     carried data, the last line end is taken, and its rows are quarantined
     one line at a time, as ``plan_blocks`` leaves them.
     """
-    quotes, upto = data.count(_QUOTE), len(data)
-    found = data.rfind(_NEWLINE)
+    quotes, upto = data.count(QUOTE), len(data)
+    found = data.rfind(NEWLINE)
     while found != -1:
-        quotes -= data.count(_QUOTE, found, upto)
+        quotes -= data.count(QUOTE, found, upto)
         if quotes % 2 == 0:
             break
-        upto, found = found, data.rfind(_NEWLINE, 0, found)
+        upto, found = found, data.rfind(NEWLINE, 0, found)
     if found == -1 and len(data) > most:
-        found = data.rfind(_NEWLINE)
+        found = data.rfind(NEWLINE)
     return found + 1
 
 
@@ -152,26 +149,26 @@ def plan_blocks(path: str, block_bytes: int) -> list[CsvBlock] | list[CsvStream]
             cursor, quotes = 0, quotes_before
             while True:
                 begin = max(target - offset, cursor)
-                quotes += chunk.count(_QUOTE, cursor, begin)
+                quotes += chunk.count(QUOTE, cursor, begin)
                 cursor = begin
-                found = chunk.find(_NEWLINE, cursor)
+                found = chunk.find(NEWLINE, cursor)
                 while found != -1:
-                    quotes += chunk.count(_QUOTE, cursor, found)
+                    quotes += chunk.count(QUOTE, cursor, found)
                     cursor = found
                     if quotes % 2 == 0:
                         break
-                    found = chunk.find(_NEWLINE, found + 1)
+                    found = chunk.find(NEWLINE, found + 1)
                 if found == -1:
                     break
                 end = offset + found + 1
-                line = lines_before + chunk.count(_NEWLINE, 0, found + 1) + 1
+                line = lines_before + chunk.count(NEWLINE, 0, found + 1) + 1
                 if start is not None:
                     blocks.append(CsvBlock(path, start, end, start_line))
                 start, start_line = end, line
                 target = end + block_bytes
                 cursor = found + 1
-            quotes_before = quotes + chunk.count(_QUOTE, cursor)
-            lines_before += chunk.count(_NEWLINE)
+            quotes_before = quotes + chunk.count(QUOTE, cursor)
+            lines_before += chunk.count(NEWLINE)
             offset += len(chunk)
     if start is not None and start < offset:
         blocks.append(CsvBlock(path, start, offset, start_line))
@@ -186,58 +183,14 @@ def cut_block(data: bytes, first_line: int, pieces: int) -> list[tuple[bytes, in
     """
     parts, start, line = [], 0, first_line
     for k in range(1, pieces):
-        found = data.find(_NEWLINE, max(start, len(data) * k // pieces))
-        while found != -1 and data.count(_QUOTE, 0, found) % 2:
-            found = data.find(_NEWLINE, found + 1)
+        found = data.find(NEWLINE, max(start, len(data) * k // pieces))
+        while found != -1 and data.count(QUOTE, 0, found) % 2:
+            found = data.find(NEWLINE, found + 1)
         if found == -1:
             break
         parts.append((data[start : found + 1], line))
-        line += data.count(_NEWLINE, start, found + 1)
+        line += data.count(NEWLINE, start, found + 1)
         start = found + 1
     if start < len(data):
         parts.append((data[start:], line))
     return parts
-
-
-@dataclasses.dataclass(frozen=True)
-class RawRecord:
-    """One record's bytes as the file holds them.
-
-    Attributes:
-      line: the file's line number where the record starts.
-      data: the record, line ends inside quoted fields kept, its own line end removed.
-      complete: False when a quote opened in it never closes in the block:
-        ``data`` is then its first line only.
-    """
-
-    line: int
-    data: bytes
-    complete: bool = True
-
-
-def split_records(data: bytes, first_line: int) -> Iterator[RawRecord]:
-    """Yields the non-blank records of a block, quote-aware (see the module docstring)."""
-    lines = data.split(_NEWLINE)
-    if lines and not lines[-1]:
-        lines.pop()
-    # parity[k]: quotes in lines[:k] modulo 2. A record from line i ends at the
-    # first line j >= i after which the parity is back to parity[i].
-    parity = [0]
-    for text in lines:
-        parity.append(parity[-1] ^ (text.count(_QUOTE) & 1))
-    positions = {0: [], 1: []}
-    for k, p in enumerate(parity):
-        positions[p].append(k)
-    i = 0
-    while i < len(lines):
-        after = positions[parity[i]]
-        k = bisect.bisect_right(after, i)
-        if k == len(after):
-            yield RawRecord(first_line + i, lines[i].rstrip(b"\r"), complete=False)
-            i += 1
-            continue
-        end = after[k]
-        record = _NEWLINE.join(lines[i:end]).rstrip(b"\r")
-        if record.strip():
-            yield RawRecord(first_line + i, record)
-        i = end

@@ -13,8 +13,9 @@ import sys
 
 import pyarrow as pa
 
-from tfrecord_pipelines.components.example_gen.csv_blocks import CsvLayout, RawRecord
-from tfrecord_pipelines.components.example_gen.features import ColumnType
+from tfrecord_pipelines.components.data_source.column_types import ColumnType
+from tfrecord_pipelines.components.data_source.csv_records import RawRecord
+from tfrecord_pipelines.components.example_gen.csv_blocks import CsvLayout
 from tfrecord_pipelines.components.example_gen.record_encoding import FEATURE_TYPES
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1

@@ -19,15 +19,15 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from tfrecord_pipelines.components.data_source.column_types import ColumnType
+from tfrecord_pipelines.components.data_source.csv_records import split_records
 from tfrecord_pipelines.components.example_gen.csv_blocks import (
     CsvBlock,
     CsvLayout,
     CsvStream,
     cut_block,
-    split_records,
 )
 from tfrecord_pipelines.components.example_gen.csv_rows import RowParser
-from tfrecord_pipelines.components.example_gen.features import ColumnType
 from tfrecord_pipelines.components.example_gen.partition_columns import PartitionColumns
 from tfrecord_pipelines.components.example_gen.quarantine import QuarantineRecord
 from tfrecord_pipelines.components.example_gen.record_encoding import (

@@ -6,19 +6,12 @@ column (``ColumnType``) before any slow import.
 
 from __future__ import annotations
 
-import enum
 from typing import TYPE_CHECKING
+
+from tfrecord_pipelines.components.data_source.column_types import ColumnType
 
 if TYPE_CHECKING:
     import tensorflow as tf
-
-
-class ColumnType(enum.Enum):
-    """The tf.Example type a column's values are stored as."""
-
-    INT = "int"
-    FLOAT = "float"
-    BYTES = "bytes"
 
 
 def feature(column_type: ColumnType, values: list) -> tf.train.Feature:

@@ -23,7 +23,7 @@ import pyarrow as pa
 import tensorflow as tf
 
 from tfrecord_pipelines.components import filesystem
-from tfrecord_pipelines.components.example_gen.features import ColumnType
+from tfrecord_pipelines.components.data_source.column_types import ColumnType
 from tfrecord_pipelines.components.example_gen.quarantine import QuarantineRecord
 from tfrecord_pipelines.components.example_gen.record_encoding import (
     FEATURE_TYPES,

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tfrecord_pipelines.components import filesystem
-from tfrecord_pipelines.components.example_gen.features import ColumnType
+from tfrecord_pipelines.components.data_source.column_types import ColumnType
 from tfrecord_pipelines.components.example_gen.partition_columns import PartitionColumns
 from tfrecord_pipelines.components.example_gen.quarantine import QuarantineRecord
 from tfrecord_pipelines.components.example_gen.record_encoding import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from tfrecord_pipelines.components.data_source import partitions
-from tfrecord_pipelines.components.example_gen.features import ColumnType
+from tfrecord_pipelines.components.data_source.column_types import ColumnType
 from tfrecord_pipelines.components.example_gen.record_encoding import as_feature_column
 
 _ARROW_TYPES = {ColumnType.INT: pa.int64(), ColumnType.BYTES: pa.binary()}

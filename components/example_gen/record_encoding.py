@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import tensorflow as tf
 from tfx_bsl.coders import example_coder
 
-from tfrecord_pipelines.components.example_gen.features import ColumnType
+from tfrecord_pipelines.components.data_source.column_types import ColumnType
 
 FEATURE_TYPES = {
     ColumnType.INT: pa.large_list(pa.int64()),

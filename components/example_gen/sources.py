@@ -9,12 +9,17 @@ import posixpath
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from tfrecord_pipelines.components import data_source, filesystem, image_folder
-from tfrecord_pipelines.components.data_source import IMAGES, PARQUET, csv_dialect, partitions
+from tfrecord_pipelines.components.data_source import (
+    IMAGES,
+    PARQUET,
+    csv_dialect,
+    csv_types,
+    partitions,
+)
 from tfrecord_pipelines.components.data_source import files as data_files
 from tfrecord_pipelines.components.example_gen import (
     csv_blocks,
     csv_source,
-    csv_types,
     image_source,
     parquet_source,
 )

@@ -13,9 +13,9 @@ import sys
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+from tfrecord_pipelines.components.data_source.column_types import ColumnType
 from tfrecord_pipelines.components.data_source.csv_dialect import read_start, strip_bom
-from tfrecord_pipelines.components.example_gen.csv_blocks import split_records
-from tfrecord_pipelines.components.example_gen.features import ColumnType
+from tfrecord_pipelines.components.data_source.csv_records import split_records
 
 # Rows read to infer column types when there is no schema.
 TYPE_SAMPLE_ROWS = 20_000
