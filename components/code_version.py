@@ -16,11 +16,12 @@ import functools
 import hashlib
 from pathlib import Path
 
+from tfrecord_pipelines.components import keys
+
 _ROOT = Path(__file__).resolve().parent
 # The components package's import name ("tfrecord_pipelines.components"), whose
 # folder is _ROOT.
 _PACKAGE = __name__.rpartition(".")[0]
-CUSTOM_CONFIG_KEY = "code_version"
 # The modules each component runs.
 EXAMPLE_GEN_CODE = (
     "tfrecord_pipelines.components.example_gen.executor",
@@ -104,4 +105,4 @@ def code_version(module: str | tuple[str, ...], root: Path = _ROOT) -> str:
 
 def custom_config_entry(modules: str | tuple[str, ...]) -> dict:
     """The custom_config entry that keys a component's cache on the project code it runs."""
-    return {CUSTOM_CONFIG_KEY: code_version(modules)}
+    return {keys.CODE_VERSION_KEY: code_version(modules)}

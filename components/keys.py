@@ -30,6 +30,26 @@ SUMMARY_KEY = "summary"
 # Every component that runs this project's code: its version, so that caching notices new code.
 CODE_VERSION_KEY = "code_version"
 
+# TFX's other component and parameter names this project's executors read.
+CUSTOM_CONFIG_KEY = "custom_config"
+EVAL_CONFIG_KEY = "eval_config"
+EXAMPLE_SPLITS_KEY = "example_splits"
+INPUT_BASE_KEY = "input_base"
+INPUT_CONFIG_KEY = "input_config"
+MODULE_FILE_KEY = "module_file"
+MODULE_PATH_KEY = "module_path"
+OUTPUT_CONFIG_KEY = "output_config"
+PUSH_DESTINATION_KEY = "push_destination"
+RANGE_CONFIG_KEY = "range_config"
+
+# TFX's artifact properties: a span's number and version (ExampleGen's driver), the
+# Evaluator's verdict (1 blessed) and the component it came from.
+SPAN_PROPERTY = "span"
+VERSION_PROPERTY = "version"
+BLESSED_PROPERTY = "blessed"
+CURRENT_COMPONENT_ID_KEY = "current_component_id"
+COMPONENT_ID_PROPERTY = "component_id"
+
 # ShardedExampleGen: TFX's examples, with their statistics and quarantine beside them.
 QUARANTINE_KEY = "quarantine"
 SOURCE_FORMAT_KEY = "source_format"
@@ -55,6 +75,13 @@ EVAL_ROWS_KEY = "eval_rows"
 REQUESTED_SPAN_KEY = "requested_span"
 # The Examples artifact's custom property: the shard plan and counts of its conversion.
 SHARD_PLAN_KEY = "shard_plan"
+# ... and its counts: on the Examples, the records written and quarantined; on the
+# quarantine, the records it holds.
+RECORDS_WRITTEN_PROPERTY = "records_written"
+QUARANTINED_COUNT_PROPERTY = "quarantined_count"
+QUARANTINE_COUNT_PROPERTY = "count"
+# Beam's tagged output of a source's read that carries the examples (beside the quarantine's).
+EXAMPLES_TAG = "examples"
 
 # Transform: ExampleGen's statistics in (optional); on the graph, what it analyzed:
 # {"analyzed": [...], "from_cache": [...], "from_statistics": [...]} (file patterns).

@@ -5,6 +5,7 @@ import shutil
 
 from conftest import REPO_ROOT
 from tfrecord_pipelines.components import code_version as versions
+from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.curated_schema import file_digest
 from tfrecord_pipelines.components.data_source import DataSource
 from tfrecord_pipelines.components.keys import SCHEMA_DIGEST_KEY
@@ -56,6 +57,6 @@ def test_components_running_project_code_carry_their_versions_and_the_schema_dig
         ("Pusher", versions.PUSHER_CODE),
     ):
         custom_config = json.loads(by_id[node].exec_properties["custom_config"])
-        assert custom_config[versions.CUSTOM_CONFIG_KEY] == versions.code_version(module), node
+        assert custom_config[keys.CODE_VERSION_KEY] == versions.code_version(module), node
     assert by_id["ImportSchemaGen"].exec_properties[SCHEMA_DIGEST_KEY] == file_digest(schema)
     assert pipeline.enable_cache

@@ -49,3 +49,12 @@ def test_each_component_names_only_keys_defined_once(spec):
     # Its own names are keys.py's; those it inherits from TFX's spec are TFX's.
     assert names - inherited <= set(DEFINED.values())
     assert names - inherited, "a spec of its own adds names"
+
+
+def test_tfx_artifact_properties_are_tfxs():
+    from tfx.components.evaluator import constants
+    from tfx.components.example_gen import utils
+
+    assert keys.SPAN_PROPERTY == utils.SPAN_PROPERTY_NAME
+    assert keys.VERSION_PROPERTY == utils.VERSION_PROPERTY_NAME
+    assert keys.BLESSED_PROPERTY == constants.ARTIFACT_PROPERTY_BLESSED_KEY

@@ -7,6 +7,7 @@ import pytest
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from conftest import REPO_ROOT
+from tfrecord_pipelines.kubeflow.reusable import parameter_names
 from tfrecord_pipelines.kubeflow.reusable.adapters import BUILDERS
 from tfrecord_pipelines.kubeflow.reusable.definitions import COMPONENTS
 from tfrecord_pipelines.kubeflow.reusable.entry import tfx_executor_input
@@ -26,6 +27,18 @@ def test_every_component_has_the_tfx_component_its_inputs_and_outputs_name():
         artifacts = {key for key, given in spec.inputs.items() if "@" in given.type}
         assert artifacts <= set(built.spec.INPUTS), name
         assert set(spec.outputs) <= set(built.spec.OUTPUTS), name
+
+
+def test_the_adapters_read_parameters_the_specs_have():
+    """Each name the adapters read a KFP parameter by is a parameter of some component."""
+    given = {
+        key
+        for component in COMPONENTS.values()
+        for key, spec in component.component_spec.inputs.items()
+        if "@" not in spec.type
+    }
+    read = {value for name, value in vars(parameter_names).items() if name.isupper()}
+    assert read and read <= given, read - given
 
 
 def _task(tmp_path, splits) -> pipeline_spec_pb2.ExecutorInput:

@@ -24,7 +24,7 @@ import tensorflow as tf
 import tensorflow_model_analysis as tfma
 from tfx.components.evaluator import constants
 from tfx.components.evaluator import executor as tfx_executor
-from tfx.types import artifact_utils, standard_component_specs
+from tfx.types import artifact_utils
 from tfx.utils import io_utils, json_utils, path_utils, proto_utils
 
 from tfrecord_pipelines.components import keys
@@ -46,9 +46,7 @@ _DEFAULT_SPLITS = ["eval"]
 def eval_config_from(exec_properties: dict, has_baseline: bool):
     """The EvalConfig as TFX's Evaluator uses it: TFMA's defaults filled in, verified."""
     eval_config = tfma.EvalConfig()
-    proto_utils.json_to_proto(
-        exec_properties[standard_component_specs.EVAL_CONFIG_KEY], eval_config
-    )
+    proto_utils.json_to_proto(exec_properties[keys.EVAL_CONFIG_KEY], eval_config)
     # As TFX: a change threshold is ignored when there is no baseline model.
     eval_config = tfma.utils.update_eval_config_with_defaults(
         eval_config, has_baseline=has_baseline, rubber_stamp=True
@@ -61,7 +59,7 @@ def batched_unsupported(
     eval_config, exec_properties: dict, computations: batched_metrics.Computations
 ) -> str | None:
     """Why TFMA itself must evaluate this configuration, or None."""
-    for key in (standard_component_specs.MODULE_PATH_KEY, standard_component_specs.MODULE_FILE_KEY):
+    for key in (keys.MODULE_PATH_KEY, keys.MODULE_FILE_KEY):
         if exec_properties.get(key):
             return "a module file may define custom extractors or models"
     for model in eval_config.model_specs:
@@ -85,24 +83,20 @@ class Executor(tfx_executor.Executor):
         vocabulary = exec_properties.get(keys.LABEL_VOCABULARY_KEY)
         positive = exec_properties.get(keys.POSITIVE_CLASS_KEY) or None
         if vocabulary:
-            model = artifact_utils.get_single_instance(
-                input_dict[standard_component_specs.MODEL_KEY]
-            )
+            model = artifact_utils.get_single_instance(input_dict[keys.MODEL_KEY])
             classes = label_classes.read_vocabulary(
                 path_utils.serving_model_path(model.uri, path_utils.is_old_model_artifact(model)),
                 vocabulary,
             )
-        if positive and exec_properties.get(standard_component_specs.EVAL_CONFIG_KEY):
+        if positive and exec_properties.get(keys.EVAL_CONFIG_KEY):
             config = tfma.EvalConfig()
-            proto_utils.json_to_proto(
-                exec_properties[standard_component_specs.EVAL_CONFIG_KEY], config
-            )
+            proto_utils.json_to_proto(exec_properties[keys.EVAL_CONFIG_KEY], config)
             config = label_classes.with_positive_class(
                 config, label_classes.positive_class_id(classes, positive)
             )
             exec_properties = {
                 **exec_properties,
-                standard_component_specs.EVAL_CONFIG_KEY: proto_utils.proto_to_json(config),
+                keys.EVAL_CONFIG_KEY: proto_utils.proto_to_json(config),
             }
         self._evaluate(input_dict, output_dict, exec_properties)
         evaluation_uri = artifact_utils.get_single_uri(output_dict[constants.EVALUATION_KEY])
@@ -111,9 +105,9 @@ class Executor(tfx_executor.Executor):
         ui_metrics.publish(evaluation_uri, output_dict, _verdict(output_dict))
 
     def _evaluate(self, input_dict, output_dict, exec_properties) -> None:
-        if not exec_properties.get(standard_component_specs.EVAL_CONFIG_KEY):
+        if not exec_properties.get(keys.EVAL_CONFIG_KEY):
             return super().Do(input_dict, output_dict, exec_properties)
-        has_baseline = bool(input_dict.get(standard_component_specs.BASELINE_MODEL_KEY))
+        has_baseline = bool(input_dict.get(keys.BASELINE_MODEL_KEY))
         eval_config = eval_config_from(exec_properties, has_baseline)
         computations = batched_metrics.computations_for(eval_config)
         reason = (
@@ -127,10 +121,8 @@ class Executor(tfx_executor.Executor):
             )
             return super().Do(input_dict, output_dict, exec_properties)
         output_uri = artifact_utils.get_single_uri(output_dict[constants.EVALUATION_KEY])
-        splits = json_utils.loads(
-            exec_properties.get(standard_component_specs.EXAMPLE_SPLITS_KEY, "null")
-        )
-        files = _split_files(input_dict[standard_component_specs.EXAMPLES_KEY], splits)
+        splits = json_utils.loads(exec_properties.get(keys.EXAMPLE_SPLITS_KEY, "null"))
+        files = _split_files(input_dict[keys.EXAMPLES_KEY], splits)
         models = _model_paths(eval_config, input_dict)
         started = time.process_time()
         sliced, rows = evaluate(eval_config, computations, models, files)
@@ -155,9 +147,7 @@ class Executor(tfx_executor.Executor):
 
 def _verdict(output_dict) -> bool | None:
     """Whether the blessing blessed the model; None when no threshold was configured."""
-    blessing = artifact_utils.get_single_instance(
-        output_dict[standard_component_specs.BLESSING_KEY]
-    )
+    blessing = artifact_utils.get_single_instance(output_dict[keys.BLESSING_KEY])
     if not blessing.has_custom_property(constants.ARTIFACT_PROPERTY_BLESSED_KEY):
         return None
     return blessing.get_int_custom_property(constants.ARTIFACT_PROPERTY_BLESSED_KEY) == 1
@@ -185,11 +175,7 @@ def _split_files(examples: list, splits: list[str] | None) -> list[str]:
 def _model_paths(eval_config, input_dict) -> dict[str, str]:
     paths = {}
     for spec in eval_config.model_specs:
-        key = (
-            standard_component_specs.BASELINE_MODEL_KEY
-            if spec.is_baseline
-            else standard_component_specs.MODEL_KEY
-        )
+        key = keys.BASELINE_MODEL_KEY if spec.is_baseline else keys.MODEL_KEY
         artifact = artifact_utils.get_single_instance(input_dict[key])
         paths[spec.name] = path_utils.serving_model_path(
             artifact.uri, path_utils.is_old_model_artifact(artifact)
@@ -244,28 +230,28 @@ def evaluate(
 
 def write_blessing(input_dict, output_dict, exec_properties, blessed: bool) -> None:
     """The blessing artifact as TFX's Evaluator writes it."""
-    blessing = artifact_utils.get_single_instance(
-        output_dict[standard_component_specs.BLESSING_KEY]
-    )
-    model = input_dict[standard_component_specs.MODEL_KEY][0]
+    blessing = artifact_utils.get_single_instance(output_dict[keys.BLESSING_KEY])
+    model = input_dict[keys.MODEL_KEY][0]
     blessing.set_string_custom_property(
         constants.ARTIFACT_PROPERTY_CURRENT_MODEL_URI_KEY, model.uri
     )
     blessing.set_int_custom_property(constants.ARTIFACT_PROPERTY_CURRENT_MODEL_ID_KEY, model.id)
-    if input_dict.get(standard_component_specs.BASELINE_MODEL_KEY):
-        baseline = input_dict[standard_component_specs.BASELINE_MODEL_KEY][0]
+    if input_dict.get(keys.BASELINE_MODEL_KEY):
+        baseline = input_dict[keys.BASELINE_MODEL_KEY][0]
         blessing.set_string_custom_property(
             constants.ARTIFACT_PROPERTY_BASELINE_MODEL_URI_KEY, baseline.uri
         )
         blessing.set_int_custom_property(
             constants.ARTIFACT_PROPERTY_BASELINE_MODEL_ID_KEY, baseline.id
         )
-    if "current_component_id" in exec_properties:
-        blessing.set_string_custom_property("component_id", exec_properties["current_component_id"])
+    if keys.CURRENT_COMPONENT_ID_KEY in exec_properties:
+        blessing.set_string_custom_property(
+            keys.COMPONENT_ID_PROPERTY, exec_properties[keys.CURRENT_COMPONENT_ID_KEY]
+        )
     name = constants.BLESSED_FILE_NAME if blessed else constants.NOT_BLESSED_FILE_NAME
     io_utils.write_string_file(os.path.join(blessing.uri, name), "")
     blessing.set_int_custom_property(
-        constants.ARTIFACT_PROPERTY_BLESSED_KEY,
+        keys.BLESSED_PROPERTY,
         constants.BLESSED_VALUE if blessed else constants.NOT_BLESSED_VALUE,
     )
     logging.info("Blessing result %s written to %s.", blessed, blessing.uri)

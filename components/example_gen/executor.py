@@ -16,7 +16,7 @@ from tfx.components.example_gen import utils
 from tfx.components.example_gen.base_example_gen_executor import BaseExampleGenExecutor
 from tfx.components.util import examples_utils
 from tfx.proto import example_gen_pb2
-from tfx.types import artifact_utils, standard_component_specs
+from tfx.types import artifact_utils
 from tfx.utils import io_utils, proto_utils
 
 from tfrecord_pipelines.components import keys, ui_artifacts
@@ -105,7 +105,7 @@ def _size_splits(
     source_format = exec_properties[keys.SOURCE_FORMAT_KEY]
     files = list_input_files(
         source_format,
-        exec_properties[standard_component_specs.INPUT_BASE_KEY],
+        exec_properties[keys.INPUT_BASE_KEY],
         input_config.splits[0].pattern,
     )
     rows, exact = count_rows(source_format, files)
@@ -122,7 +122,7 @@ def _source_plans(exec_properties: dict[str, Any], input_config, output_config) 
     return [
         plan_source(
             exec_properties[keys.SOURCE_FORMAT_KEY],
-            exec_properties[standard_component_specs.INPUT_BASE_KEY],
+            exec_properties[keys.INPUT_BASE_KEY],
             pattern,
             assigner=assigner,
             options=source_options(exec_properties),
@@ -148,7 +148,7 @@ def _read_spilled_splits(
     batches, quarantines = [], []
     for number, plan in enumerate(plans):
         outputs = pipeline | f"Read[Input{number}]" >> ReadSource(plan)
-        batches.append(outputs["examples"])
+        batches.append(outputs[keys.EXAMPLES_TAG])
         quarantines.append(outputs[QUARANTINE_TAG])
     _ = (
         quarantines
@@ -221,13 +221,13 @@ def _SourceToRecords(pipeline, exec_properties: dict[str, Any], split_pattern: s
     """TFX's per-record source interface, for callers of GenerateExamplesByBeam."""
     plan = plan_source(
         exec_properties[keys.SOURCE_FORMAT_KEY],
-        exec_properties[standard_component_specs.INPUT_BASE_KEY],
+        exec_properties[keys.INPUT_BASE_KEY],
         split_pattern,
         assigner=SplitAssigner(names=("all",), hash_buckets=(1,)),
         options=SourceOptions(label_key=exec_properties.get(keys.LABEL_KEY)),
     )
     outputs = pipeline | "Read[Input]" >> ReadSource(plan)
-    return outputs["examples"] | "Flatten" >> beam.FlatMap(lambda element: element[1])
+    return outputs[keys.EXAMPLES_TAG] | "Flatten" >> beam.FlatMap(lambda element: element[1])
 
 
 def _statistics_paths(output_dict, span: int, split_names) -> dict[str, str] | None:
@@ -259,8 +259,8 @@ def _span_of(exec_properties: dict[str, Any], input_config) -> dict[str, Any]:
     """The span and version TFX's driver resolved (0 and None for data without spans, as on
     the Examples artifact) and the input pattern it filled in, for the shard plan."""
     return {
-        "span": _resolved(exec_properties, utils.SPAN_PROPERTY_NAME) or 0,
-        "version": _resolved(exec_properties, utils.VERSION_PROPERTY_NAME),
+        "span": _resolved(exec_properties, keys.SPAN_PROPERTY) or 0,
+        "version": _resolved(exec_properties, keys.VERSION_PROPERTY),
         "input_pattern": input_config.splits[0].pattern,
     }
 
@@ -289,18 +289,12 @@ class Executor(BaseExampleGenExecutor):
             quarantined input than max_bad_fraction allows.
         """
         input_config = example_gen_pb2.Input()
-        proto_utils.json_to_proto(
-            exec_properties[standard_component_specs.INPUT_CONFIG_KEY], input_config
-        )
+        proto_utils.json_to_proto(exec_properties[keys.INPUT_CONFIG_KEY], input_config)
         output_config = example_gen_pb2.Output()
-        proto_utils.json_to_proto(
-            exec_properties[standard_component_specs.OUTPUT_CONFIG_KEY], output_config
-        )
+        proto_utils.json_to_proto(exec_properties[keys.OUTPUT_CONFIG_KEY], output_config)
         output_config, sizing = _size_splits(exec_properties, input_config, output_config)
         split_names = utils.generate_output_split_names(input_config, output_config)
-        examples = artifact_utils.get_single_instance(
-            output_dict[standard_component_specs.EXAMPLES_KEY]
-        )
+        examples = artifact_utils.get_single_instance(output_dict[keys.EXAMPLES_KEY])
         quarantine = artifact_utils.get_single_instance(output_dict[keys.QUARANTINE_KEY])
         examples.split_names = artifact_utils.encode_split_names(split_names)
         exec_properties = {
@@ -308,8 +302,8 @@ class Executor(BaseExampleGenExecutor):
             _QUARANTINE_URI: quarantine.uri,
             _SCHEMA: _load_schema(input_dict),
         }
-        logging.info("Converting %s into sharded TFRecords.", exec_properties["input_base"])
-        span = _resolved(exec_properties, utils.SPAN_PROPERTY_NAME) or 0
+        logging.info("Converting %s into sharded TFRecords.", exec_properties[keys.INPUT_BASE_KEY])
+        span = _resolved(exec_properties, keys.SPAN_PROPERTY) or 0
         conversion = _Conversion(
             split_dirs={
                 name: artifact_utils.get_split_uri([examples], name) for name in split_names
@@ -439,11 +433,11 @@ def _publish(examples: types.Artifact, quarantine: types.Artifact, report: dict,
     examples_utils.set_payload_format(examples, example_gen_pb2.FORMAT_TF_EXAMPLE)
     # TFX names every TFRecord format 'tfrecords_gzip'; readers detect GZIP by '.gz'.
     examples_utils.set_file_format(examples, "tfrecords_gzip")
-    examples.set_string_custom_property("compression", report["compression"])
+    examples.set_string_custom_property(keys.COMPRESSION_KEY, report["compression"])
     examples.set_string_custom_property(keys.SHARD_PLAN_KEY, json.dumps(report))
-    examples.set_int_custom_property("records_written", report["records_written"])
-    examples.set_int_custom_property("quarantined_count", bad)
-    quarantine.set_int_custom_property("count", bad)
+    examples.set_int_custom_property(keys.RECORDS_WRITTEN_PROPERTY, report["records_written"])
+    examples.set_int_custom_property(keys.QUARANTINED_COUNT_PROPERTY, bad)
+    quarantine.set_int_custom_property(keys.QUARANTINE_COUNT_PROPERTY, bad)
 
 
 def _check_outcome(report: dict, summary, max_bad: float, quarantine_uri: str) -> None:

@@ -21,10 +21,10 @@ from absl import logging
 from tfx import types
 from tfx.components.pusher import executor as pusher_executor
 from tfx.proto import pusher_pb2
-from tfx.types import artifact_utils, standard_component_specs
+from tfx.types import artifact_utils
 from tfx.utils import json_utils, proto_utils
 
-from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components import filesystem, keys
 from tfrecord_pipelines.components.keys import (
     BLOCKED_PROPERTY,
     DRIFT_KEY,
@@ -42,9 +42,7 @@ _SAVED_MODEL_PB = "saved_model.pb"
 
 def _filesystem_destination(exec_properties: dict[str, Any]) -> str:
     destination = pusher_pb2.PushDestination()
-    proto_utils.json_to_proto(
-        exec_properties[standard_component_specs.PUSH_DESTINATION_KEY], destination
-    )
+    proto_utils.json_to_proto(exec_properties[keys.PUSH_DESTINATION_KEY], destination)
     if destination.WhichOneof("destination") != "filesystem":
         raise NotImplementedError("This Pusher pushes to a filesystem destination only.")
     return destination.filesystem.base_directory
@@ -82,14 +80,9 @@ class Executor(pusher_executor.Executor):
     ) -> None:
         """Pushes the model if it is blessed; records where in the PushedModel artifact."""
         self._log_startup(input_dict, output_dict, exec_properties)
-        model_push = artifact_utils.get_single_instance(
-            output_dict[standard_component_specs.PUSHED_MODEL_KEY]
-        )
+        model_push = artifact_utils.get_single_instance(output_dict[keys.PUSHED_MODEL_KEY])
         custom_config = (
-            json_utils.loads(
-                exec_properties.get(standard_component_specs.CUSTOM_CONFIG_KEY) or "null"
-            )
-            or {}
+            json_utils.loads(exec_properties.get(keys.CUSTOM_CONFIG_KEY) or "null") or {}
         )
         drifted = _drifted(input_dict)
         blocked = bool(drifted) and custom_config.get(ON_DRIFT_KEY, BLOCK) == BLOCK

@@ -16,9 +16,9 @@ from typing import Any
 
 from tfx.components.example_gen import driver, utils
 from tfx.proto import example_gen_pb2, range_config_pb2
-from tfx.types import standard_component_specs
 from tfx.utils import proto_utils
 
+from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.keys import REQUESTED_SPAN_KEY
 from tfrecord_pipelines.components.spans import parse_span
 
@@ -45,17 +45,15 @@ def request_span(exec_properties: dict[str, Any]) -> dict[str, Any]:
     )
     return {
         **exec_properties,
-        standard_component_specs.RANGE_CONFIG_KEY: proto_utils.proto_to_json(config),
+        keys.RANGE_CONFIG_KEY: proto_utils.proto_to_json(config),
     }
 
 
 def missing_span_error(exec_properties: dict[str, Any]) -> ValueError:
     """The one-line error for a span (or any span) that is not on disk, naming the path."""
     input_config = example_gen_pb2.Input()
-    proto_utils.json_to_proto(
-        exec_properties[standard_component_specs.INPUT_CONFIG_KEY], input_config
-    )
-    base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
+    proto_utils.json_to_proto(exec_properties[keys.INPUT_CONFIG_KEY], input_config)
+    base = exec_properties[keys.INPUT_BASE_KEY]
     pattern = input_config.splits[0].pattern
     span = parse_span(exec_properties.get(REQUESTED_SPAN_KEY))
     if span is None:

@@ -32,11 +32,12 @@ from tfx.types.channel import Channel
 from tfrecord_pipelines.components.keys import (
     EXAMPLES_KEY,
     SHARD_PLAN_KEY,
+    SPAN_PROPERTY,
     STATISTICS_KEY,
     UPDATED_ANALYZER_CACHE_KEY,
+    VERSION_PROPERTY,
 )
 from tfrecord_pipelines.components.spans import choices
-from tfrecord_pipelines.components.spans.window import SPAN_PROPERTY, VERSION_PROPERTY
 
 WINDOW_RESOLVER = "span_window_resolver"
 PREVIOUS_SPAN_RESOLVER = "previous_span_resolver"

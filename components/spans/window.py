@@ -13,11 +13,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from tfrecord_pipelines.components.keys import SPAN_PROPERTY, VERSION_PROPERTY
 from tfrecord_pipelines.components.spans import SpanFolder, SpanPattern
-
-# The properties TFX's ExampleGen driver writes on a conversion's artifacts.
-SPAN_PROPERTY = "span"
-VERSION_PROPERTY = "version"
 
 
 def window_spans(end: int, num_spans: int) -> range:

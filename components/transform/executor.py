@@ -31,9 +31,10 @@ from absl import logging
 from tensorflow_metadata.proto.v0 import schema_pb2
 from tfx.components.transform import executor as tfx_executor
 from tfx.dsl.io import fileio
-from tfx.types import artifact_utils, standard_component_specs
+from tfx.types import artifact_utils
 from tfx.utils import io_utils, json_utils
 
+from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.categorical import categorical_integers
 from tfrecord_pipelines.components.example_gen.statistics import STATISTICS_FILE
 from tfrecord_pipelines.components.keys import ANALYSIS_KEY, STATISTICS_KEY
@@ -92,17 +93,15 @@ class Executor(tfx_executor.Executor):
             super().Do(input_dict, output_dict, exec_properties)
         patterns = [
             io_utils.all_files_pattern(artifact_utils.get_split_uri([e], ANALYZED_SPLIT))
-            for e in input_dict.get(standard_component_specs.EXAMPLES_KEY, [])
+            for e in input_dict.get(keys.EXAMPLES_KEY, [])
         ]
         caches = {}
         for key, artifacts in (
-            ("in", input_dict.get(standard_component_specs.ANALYZER_CACHE_KEY)),
-            ("out", output_dict.get(standard_component_specs.UPDATED_ANALYZER_CACHE_KEY)),
+            ("in", input_dict.get(keys.ANALYZER_CACHE_KEY)),
+            ("out", output_dict.get(keys.UPDATED_ANALYZER_CACHE_KEY)),
         ):
             caches[key] = artifact_utils.get_single_uri(artifacts) if artifacts else None
-        graph = artifact_utils.get_single_instance(
-            output_dict[standard_component_specs.TRANSFORM_GRAPH_KEY]
-        )
+        graph = artifact_utils.get_single_instance(output_dict[keys.TRANSFORM_GRAPH_KEY])
         analysis = cache_use(patterns, caches["in"], caches["out"])
         if in_place:
             analysis = {"analyzed": [], "from_cache": [], "from_statistics": patterns}
@@ -111,7 +110,7 @@ class Executor(tfx_executor.Executor):
 
 def _with_custom_config(exec_properties: dict, key: str, value) -> dict:
     """The exec properties with ``key`` set in their custom_config (TFX's JSON)."""
-    name = standard_component_specs.CUSTOM_CONFIG_KEY
+    name = keys.CUSTOM_CONFIG_KEY
     custom_config = json_utils.loads(exec_properties.get(name) or "null") or {}
     return {**exec_properties, name: json_utils.dumps({**custom_config, key: value})}
 
@@ -120,7 +119,7 @@ def _with_categorical_integers(input_dict, exec_properties: dict) -> dict:
     """The exec properties, with the integer features the schema marks categorical in the
     custom_config (the built-in preprocessing_fn maps them through a vocabulary)."""
     schema_file = io_utils.get_only_uri_in_dir(
-        artifact_utils.get_single_uri(input_dict[standard_component_specs.SCHEMA_KEY])
+        artifact_utils.get_single_uri(input_dict[keys.SCHEMA_KEY])
     )
     names = categorical_integers(io_utils.parse_pbtxt_file(schema_file, schema_pb2.Schema()))
     return (
@@ -136,7 +135,7 @@ def _with_statistics(input_dict, exec_properties: dict) -> dict:
     statistics = input_dict.get(STATISTICS_KEY)
     if not statistics:
         return exec_properties
-    examples = input_dict.get(standard_component_specs.EXAMPLES_KEY, [])
+    examples = input_dict.get(keys.EXAMPLES_KEY, [])
     spans = sorted(span_of(e) for e in examples)
     ordered = sorted(statistics, key=span_of)
     found = [span_of(s) for s in ordered]

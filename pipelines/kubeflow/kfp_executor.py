@@ -55,7 +55,6 @@ from tfrecord_pipelines.kubeflow import conversion_reuse
 # Remote URI prefix -> local path prefix, as KFP's launcher maps them
 # (backend/src/v2/component/launcher_v2.go, LocalPathForURI).
 LAUNCHER_LOCAL_MOUNTS = {"s3://": "/s3/", "minio://": "/minio/"}
-_INPUT_BASE_KEY = "input_base"
 # The output the KFP driver adds when it publishes logs (driver provisionOutputs);
 # it is typed system.Artifact, which TFX cannot import.
 _LAUNCHER_LOG_OUTPUT = "executor-logs"
@@ -305,7 +304,7 @@ def _is_file_based_example_gen(
 
     executor_class = import_utils.import_class_by_path(executor_class_path)
     return issubclass(executor_class, BaseExampleGenExecutor) and (
-        _INPUT_BASE_KEY in executor_input.inputs.parameter_values
+        keys.INPUT_BASE_KEY in executor_input.inputs.parameter_values
     )
 
 

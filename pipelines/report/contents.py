@@ -231,7 +231,7 @@ def run_artifacts(
         schema_uri=uri(keys.SCHEMA_KEY),
         model_run_uri=uri(keys.MODEL_RUN_KEY),
         evaluation_uri=uri(keys.EVALUATION_KEY),
-        blessed=blessing.get_int_custom_property("blessed") == 1 if evaluated else None,
+        blessed=blessing.get_int_custom_property(keys.BLESSED_PROPERTY) == 1 if evaluated else None,
         baseline_model=baseline_model if evaluated else None,
         pusher_finished=pushed is not None,
         pushed_model=destination,

@@ -158,7 +158,10 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
     metrics = overall_metrics(evaluation.uri)
     window = summarize_window(run)
     return RunSummary(
-        blessed=evaluator.output(keys.BLESSING_KEY).custom_properties["blessed"].int_value == 1,
+        blessed=evaluator.output(keys.BLESSING_KEY)
+        .custom_properties[keys.BLESSED_PROPERTY]
+        .int_value
+        == 1,
         pushed_model=(
             pusher.custom_properties["pushed_destination"].string_value if was_pushed else None
         ),
@@ -172,7 +175,7 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         training=training,
         warm_start=read_warm_start(model_run.uri),
         resumed_steps=resumed_steps(model_run.uri),
-        quarantined=quarantine.custom_properties["count"].int_value,
+        quarantined=quarantine.custom_properties[keys.QUARANTINE_COUNT_PROPERTY].int_value,
         quarantine=quarantine.uri,
         skipped_files=(skipped.get("count", 0), skipped.get("first", [])),
         shards_adjusted=tuple(

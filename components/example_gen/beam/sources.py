@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 import apache_beam as beam
 
+from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.data_source import IMAGES, PARQUET
 from tfrecord_pipelines.components.example_gen.csv_blocks import plan_blocks
 from tfrecord_pipelines.components.example_gen.image_source import CHECK_BATCH
@@ -125,8 +126,8 @@ def ReadSource(pipeline: beam.Pipeline, plan: SourcePlan):  # noqa: N802 - Beam 
         units = planned.units | "Distribute" >> beam.Reshuffle()
         convert = _ConvertUnits(plan.converter)
     converted = units | "Convert" >> beam.ParDo(convert).with_outputs(
-        QUARANTINE_TAG, main="examples"
+        QUARANTINE_TAG, main=keys.EXAMPLES_TAG
     )
     quarantines.append(converted[QUARANTINE_TAG])
     quarantine = quarantines | "Quarantine" >> beam.Flatten()
-    return {"examples": converted.examples, QUARANTINE_TAG: quarantine}
+    return {keys.EXAMPLES_TAG: converted.examples, QUARANTINE_TAG: quarantine}

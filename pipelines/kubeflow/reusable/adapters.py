@@ -17,7 +17,7 @@ from typing import Any
 from tfx.components import ExampleValidator, SchemaGen
 from tfx.types import Channel, standard_artifacts
 
-from tfrecord_pipelines.components import data_source
+from tfrecord_pipelines.components import data_source, keys
 from tfrecord_pipelines.components.task import CLASSIFICATION, Task
 from tfrecord_pipelines.components.trainer.options import TrainingOptions
 from tfrecord_pipelines.definition import nodes
@@ -27,20 +27,23 @@ from tfrecord_pipelines.definition.config import (
     EvaluationThresholds,
     IngestOptions,
 )
+from tfrecord_pipelines.kubeflow.reusable import parameter_names as names
 
 Parameters = Mapping[str, Any]
 
 
 def _task(parameters: Parameters) -> Task:
-    return Task(label=parameters["label"], problem=parameters.get("problem") or CLASSIFICATION)
+    return Task(
+        label=parameters[names.LABEL], problem=parameters.get(names.PROBLEM) or CLASSIFICATION
+    )
 
 
 def _example_gen(parameters: Parameters, inputs: set[str]):
     source = data_source.open_source(
-        parameters["input_base"], parameters.get("source_format") or None
+        parameters[keys.INPUT_BASE_KEY], parameters.get(keys.SOURCE_FORMAT_KEY) or None
     )
-    ingest = IngestOptions(num_readers=int(parameters.get("num_readers") or 0) or None)
-    label = parameters.get("label") or None
+    ingest = IngestOptions(num_readers=int(parameters.get(keys.NUM_READERS_KEY) or 0) or None)
+    label = parameters.get(names.LABEL) or None
     categorical = bool(label) and _task(parameters).is_classification
     return nodes.example_gen(source, ingest, label, categorical_label=categorical)
 
@@ -64,7 +67,9 @@ def _transform(parameters: Parameters, inputs: set[str]):
         examples=Channel(type=standard_artifacts.Examples),
         schema=Channel(type=standard_artifacts.Schema),
         statistics=(
-            Channel(type=standard_artifacts.ExampleStatistics) if "statistics" in inputs else None
+            Channel(type=standard_artifacts.ExampleStatistics)
+            if keys.STATISTICS_KEY in inputs
+            else None
         ),
     )
 
@@ -76,18 +81,18 @@ def _trainer(parameters: Parameters, inputs: set[str]):
         examples=Channel(type=standard_artifacts.Examples),
         transform_graph=Channel(type=standard_artifacts.TransformGraph),
         schema=Channel(type=standard_artifacts.Schema),
-        steps=int(parameters.get("train_steps") or 0) or None,
+        steps=int(parameters.get(names.TRAIN_STEPS) or 0) or None,
         eval_steps=DEFAULT_EVAL_STEPS,
     )
 
 
 def _evaluator(parameters: Parameters, inputs: set[str]):
-    positive = parameters.get("positive_class") or None
-    classes = int(parameters.get("num_classes") or 0) or (2 if positive else None)
+    positive = parameters.get(keys.POSITIVE_CLASS_KEY) or None
+    classes = int(parameters.get(names.NUM_CLASSES) or 0) or (2 if positive else None)
     default = EvaluationThresholds.min_accuracy
     return nodes.evaluator(
         _task(parameters),
-        EvaluationThresholds(min_accuracy=float(parameters.get("min_accuracy", default))),
+        EvaluationThresholds(min_accuracy=float(parameters.get(names.MIN_ACCURACY, default))),
         EvaluationOptions(num_classes=classes, positive_class=positive),
         examples=Channel(type=standard_artifacts.Examples),
         model=Channel(type=standard_artifacts.Model),
@@ -96,7 +101,7 @@ def _evaluator(parameters: Parameters, inputs: set[str]):
 
 def _pusher(parameters: Parameters, inputs: set[str]):
     return nodes.pusher(
-        parameters["serving_dir"],
+        parameters[names.SERVING_DIR],
         model=Channel(type=standard_artifacts.Model),
         blessing=Channel(type=standard_artifacts.ModelBlessing),
     )
