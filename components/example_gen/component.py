@@ -26,6 +26,7 @@ from tfrecord_pipelines.components.data_source import FORMATS as SOURCE_FORMATS
 from tfrecord_pipelines.components.data_source import DataSource
 from tfrecord_pipelines.components.example_gen.engines import BEAM, ENGINES
 from tfrecord_pipelines.components.example_gen.executor import Executor
+from tfrecord_pipelines.components.example_gen.quarantine_limit import DEFAULT_MAX_BAD_FRACTION
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.components.example_gen.sources import (
     DEFAULT_BLOCK_BYTES,
@@ -60,8 +61,6 @@ from tfrecord_pipelines.components.keys import (
 from tfrecord_pipelines.components.shard_compression import GZIP, parse_compression
 from tfrecord_pipelines.components.spans import parse_span
 from tfrecord_pipelines.components.spans.driver import SpanDriver
-
-DEFAULT_MAX_BAD_FRACTION = 0.01
 
 
 class Quarantine(types.Artifact):

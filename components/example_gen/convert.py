@@ -20,6 +20,7 @@ from tfrecord_pipelines.components.example_gen.component import Quarantine, inpu
 from tfrecord_pipelines.components.example_gen.destination import fresh_destination
 from tfrecord_pipelines.components.example_gen.engines import BEAM
 from tfrecord_pipelines.components.example_gen.executor import Executor
+from tfrecord_pipelines.components.example_gen.quarantine_limit import DEFAULT_MAX_BAD_FRACTION
 from tfrecord_pipelines.components.example_gen.shard_plan import SHARD_PLAN_FILE, ShardingOptions
 from tfrecord_pipelines.components.example_gen.sources import DEFAULT_ENCODING
 from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
@@ -35,7 +36,7 @@ def convert(
     sharding: ShardingOptions,
     compression: str,
     label_key: str | None = None,
-    max_bad_fraction: float = 0.01,
+    max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION,
     schema_path: str | None = None,
     splits: Mapping[str, int] | None = None,
     split_key: str | None = None,
@@ -86,9 +87,9 @@ def convert(
     quarantine = Quarantine()
     quarantine.uri = os.path.join(dest, QUARANTINE_DIR)
     exec_properties = {
-        "input_base": data.input_base,
-        "input_config": proto_utils.proto_to_json(input_config),
-        "output_config": proto_utils.proto_to_json(output_config),
+        keys.INPUT_BASE_KEY: data.input_base,
+        keys.INPUT_CONFIG_KEY: proto_utils.proto_to_json(input_config),
+        keys.OUTPUT_CONFIG_KEY: proto_utils.proto_to_json(output_config),
         keys.SOURCE_FORMAT_KEY: data.format,
         keys.TARGET_SHARD_BYTES_KEY: sharding.target_shard_bytes,
         keys.NUM_READERS_KEY: sharding.num_readers,
@@ -122,7 +123,7 @@ def convert(
         )
         Executor(context).Do(
             input_dict,
-            {"examples": [examples], keys.QUARANTINE_KEY: [quarantine]},
+            {keys.EXAMPLES_KEY: [examples], keys.QUARANTINE_KEY: [quarantine]},
             exec_properties,
         )
     with fileio.open(os.path.join(dest, SHARD_PLAN_FILE)) as f:

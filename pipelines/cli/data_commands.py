@@ -12,6 +12,7 @@ from tfrecord_pipelines.cli.shard_arguments import (
     sharding_from_args,
 )
 from tfrecord_pipelines.components.data_source import FORMATS
+from tfrecord_pipelines.components.example_gen.quarantine_limit import DEFAULT_MAX_BAD_FRACTION
 from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
 
 
@@ -68,7 +69,7 @@ def add_parsers(commands) -> None:
     convert.add_argument(
         "--max-bad-fraction",
         type=float,
-        default=0.01,
+        default=DEFAULT_MAX_BAD_FRACTION,
         help="share of input that may be quarantined",
     )
     convert.add_argument(

@@ -137,7 +137,7 @@ def thresholds_from_args(args: argparse.Namespace, task) -> EvaluationThresholds
     Raises:
       UsageError: for a threshold on a metric the task's model has not got.
     """
-    kind = "classification" if task.is_classification else "regression"
+    kind = task.problem
     wrong = (
         [("--max-mae", args.max_mae)]
         if task.is_classification

@@ -26,6 +26,8 @@ from tfrecord_pipelines.cli.shard_arguments import (
 )
 from tfrecord_pipelines.cli.usage import UsageError
 from tfrecord_pipelines.components.drift.thresholds import DEFAULT_MAX_JS, DEFAULT_MAX_LINF
+from tfrecord_pipelines.components.task import CLASSIFICATION, PROBLEMS
+from tfrecord_pipelines.definition.config import DEFAULT_EVAL_STEPS
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = _REPO_ROOT / "data" / "penguins"
@@ -67,9 +69,7 @@ def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
         help="column to predict (required with tabular --data; default: "
         f"{DEFAULT_LABEL}); images: always the class, by its folder's or labels.csv's name",
     )
-    group.add_argument(
-        "--problem", choices=("classification", "regression"), default="classification"
-    )
+    group.add_argument("--problem", choices=PROBLEMS, default=CLASSIFICATION)
     group.add_argument(
         "--inputs",
         metavar="FEATURE[,FEATURE...]",
@@ -156,7 +156,7 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         help="passes over the training split, e.g. 3 or 0.5 (default: as --train-steps)",
     )
-    group.add_argument("--eval-steps", type=int, default=20)
+    group.add_argument("--eval-steps", type=int, default=DEFAULT_EVAL_STEPS)
     group.add_argument(
         "--batch-size",
         type=int,
@@ -329,7 +329,7 @@ def _task(args: argparse.Namespace, source):
             inputs=inputs,
             multi_valued=tuple(name for name, is_list in columns.items() if is_list),
         )
-    if args.problem != "classification":
+    if args.problem != CLASSIFICATION:
         raise UsageError("Image data trains a classifier: --problem must be classification.")
     # The class by name: what a folder or labels.csv names, and what every record holds.
     label = image_folder.CLASS_NAME_KEY

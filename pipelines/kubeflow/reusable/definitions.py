@@ -32,6 +32,7 @@ from kfp.dsl import (
 )
 
 from tfrecord_pipelines.components.example_gen.shard_plan import DEFAULT_NUM_READERS
+from tfrecord_pipelines.components.task import CLASSIFICATION
 from tfrecord_pipelines.definition.config import EvaluationThresholds
 
 # The image every component runs (``make image``); a generated spec may name another.
@@ -53,7 +54,7 @@ def sharded_example_gen(
     quarantine: Output[Dataset],
     summary: Output[Markdown],
     label: str = "",
-    problem: str = "classification",
+    problem: str = CLASSIFICATION,
     source_format: str = "",
     num_readers: int = DEFAULT_NUM_READERS,
 ):
@@ -117,7 +118,7 @@ def transform(
     schema: Input[Artifact],
     label: str,
     transform_graph: Output[Artifact],
-    problem: str = "classification",
+    problem: str = CLASSIFICATION,
     statistics: Input[Artifact] = None,
 ):
     """Analyzes the train split with tf.Transform: z-scores and vocabularies, as a graph the
@@ -145,7 +146,7 @@ def trainer(
     label: str,
     model: Output[Model],
     model_run: Output[Artifact],
-    problem: str = "classification",
+    problem: str = CLASSIFICATION,
     train_steps: int = 0,
 ):
     """Trains the built-in model on the shards: parallel reads, whole-batch parsing, the
@@ -176,7 +177,7 @@ def evaluator(
     metrics: Output[Metrics],
     classification_metrics: Output[ClassificationMetrics],
     summary: Output[Markdown],
-    problem: str = "classification",
+    problem: str = CLASSIFICATION,
     min_accuracy: float = EvaluationThresholds.min_accuracy,
     positive_class: str = "",
     num_classes: int = 0,
