@@ -30,11 +30,11 @@ static destructor logs through a log system already destroyed
 (tensorflow/io#2039; fixed in the source by tensorflow/io#2120, in no release).
 A process given S3 therefore ends with ``os._exit``, after Python's own exit
 handlers and before C++'s static destructors, with the status it recorded
-(``exit_status``; the entry points record theirs), or else 1 after an uncaught
-exception and 0 otherwise.
+(``exit_status``; every entry point runs through ``run_entry_point``, which
+records it), or else 1 after an uncaught exception and 0 otherwise.
 
-Call it before TensorFlow is imported (the command line and the Kubeflow
-entry point do); worker processes inherit the variables.
+Call ``configure`` before TensorFlow is imported (``run_entry_point`` does);
+worker processes inherit the variables.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ import importlib.util
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 # The ecosystem's names for a GCS emulator: Python's client library's and google-cloud-cpp's.
 GCS_EMULATOR_HOST = "STORAGE_EMULATOR_HOST"
@@ -96,6 +96,26 @@ def exit_status(status: int | str | None) -> int:
     global _exit_status
     _exit_status = status if isinstance(status, int) else 0 if status is None else 1
     return _exit_status
+
+
+def run_entry_point(argv: Sequence[str], body: Callable[[], int | None]) -> int:
+    """Runs an entry point's ``body`` in a process set up for the object stores.
+
+    Every entry point (the command line, the KFP components', the compiled
+    pipeline's executor) goes through here: ``configure`` first, before
+    TensorFlow is imported, then the status ``body`` returns or exits with is
+    recorded, the one a process given S3 ends with (see the module docstring).
+
+    Returns:
+      The status ``body`` returned (None is 0).
+    """
+    configure(argv)
+    try:
+        status = body()
+    except SystemExit as done:
+        exit_status(done.code)
+        raise
+    return exit_status(status)
 
 
 def _configure_gcs() -> None:

@@ -70,9 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-    object_stores.configure(argv)
-    _configure_logging(args.verbose)
-    return object_stores.exit_status(_run(args))
+
+    def body() -> int:
+        _configure_logging(args.verbose)
+        return _run(args)
+
+    return object_stores.run_entry_point(argv, body)
 
 
 def _run(args: argparse.Namespace) -> int:

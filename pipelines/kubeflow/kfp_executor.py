@@ -389,12 +389,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from absl import app
 
     argv = list(argv if argv is not None else sys.argv)
-    object_stores.configure(argv)
-    try:
-        app.run(run, argv=argv, flags_parser=_parse_args)
-    except SystemExit as done:
-        object_stores.exit_status(done.code)
-        raise
+    object_stores.run_entry_point(argv, lambda: app.run(run, argv=argv, flags_parser=_parse_args))
 
 
 if __name__ == "__main__":

@@ -151,13 +151,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Checks the arguments, then runs the component (``python -m`` passes sys.argv)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parse_args(argv)
-    object_stores.configure(argv)
-    try:
-        run(args.component, args.executor_input)
-    except SystemExit as done:
-        object_stores.exit_status(done.code)
-        raise
-    object_stores.exit_status(0)
+    object_stores.run_entry_point(argv, lambda: run(args.component, args.executor_input))
 
 
 if __name__ == "__main__":
