@@ -42,12 +42,28 @@ class _ComponentProgress(logging.Filter):
         return record.pathname.endswith("local_dag_runner.py") and "Component" in str(record.msg)
 
 
+# A warning issued outside the project's own modules: a dependency's notice about
+# itself (google.api_core's Python 3.11 end of life, a deprecation inside TFX), which
+# a user cannot act on. The project's own warnings are kept.
+_NOT_THE_PROJECTS = r"(?!tfrecord_pipelines\.)"
+
+
+def filter_warnings(verbose: bool) -> None:
+    """Quiets the libraries' warnings (--verbose: all but their deprecation notices)."""
+    # In the environment too, so that Beam's worker processes inherit it.
+    quiet = "ignore::FutureWarning,ignore::DeprecationWarning" if verbose else "ignore"
+    os.environ.setdefault("PYTHONWARNINGS", quiet)
+    if not verbose:
+        warnings.filterwarnings("ignore", module=_NOT_THE_PROJECTS)
+        return
+    for category in (FutureWarning, DeprecationWarning):
+        warnings.filterwarnings("ignore", category=category, module=_NOT_THE_PROJECTS)
+
+
 def _configure_logging(verbose: bool) -> None:
     # Set in the environment so that Beam's worker processes inherit them too.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1" if verbose else "3")
-    if not verbose:
-        os.environ.setdefault("PYTHONWARNINGS", "ignore")
-        warnings.simplefilter("ignore")
+    filter_warnings(verbose)
     from absl import logging as absl_logging
 
     absl_logging.set_verbosity(absl_logging.INFO)
