@@ -29,7 +29,7 @@ def convert_with(engine: str, source: Path, dest: Path, source_format: str, **ov
         spark_master=SPARK_MASTER,
     )
     settings.update(overrides)
-    return convert(str(source), str(dest), **settings)
+    return convert(str(source), str(dest), **settings).to_json()
 
 
 def records_by_split(out: Path) -> dict[str, collections.Counter]:

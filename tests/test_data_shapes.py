@@ -387,7 +387,7 @@ def test_a_damaged_compressed_file_keeps_its_rows_so_far_and_is_quarantined(tmp_
         label_key=LABEL,
         max_bad_fraction=0.5,
         block_bytes=16 * 1024,
-    )
+    ).to_json()
     assert report["quarantined_by_reason"] == {"unreadable compressed file": 1}
     assert 20000 + 5000 < report["records_written"] < 40000
     (record,) = [

@@ -24,7 +24,7 @@ def _convert(source, dest, **overrides):
         beam_pipeline_args=IN_MEMORY,
     )
     settings.update(overrides)
-    return convert(str(source), str(dest), **settings)
+    return convert(str(source), str(dest), **settings).to_json()
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ def _convert(source, dest, source_format, **overrides):
         beam_pipeline_args=IN_MEMORY,
     )
     settings.update(overrides)
-    return convert(str(source), str(dest), **settings)
+    return convert(str(source), str(dest), **settings).to_json()
 
 
 def _all_examples(out):

@@ -65,7 +65,7 @@ def _convert(source, dest, **overrides):
         beam_pipeline_args=IN_MEMORY,
     )
     settings.update(overrides)
-    return convert(str(source), str(dest), **settings)
+    return convert(str(source), str(dest), **settings).to_json()
 
 
 def _examples(out: Path):

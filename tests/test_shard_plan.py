@@ -119,3 +119,36 @@ def test_options_are_validated():
         ShardingOptions(target_shard_bytes=0)
     with pytest.raises(ValueError, match="num_shards must be at least 1, got 0"):
         ShardingOptions(num_shards=0)
+
+
+def test_a_shard_plan_an_earlier_version_wrote_reads_with_its_defaults():
+    """Before spans, a report had no span, version or input pattern; without options, no
+    sizing, readers or skipped files."""
+    from tfrecord_pipelines.components.example_gen.shard_plan_report import ShardPlanReport
+
+    split = {
+        "planned_shards": 2,
+        "shards_adjusted": "",
+        "estimated_bytes": 900,
+        "records_measured": 5,
+        "shards": [
+            {"file": "a.gz", "records": 3, "bytes": 500},
+            {"file": "b.gz", "records": 2, "bytes": 400},
+        ],
+        "records": 5,
+        "bytes": 900,
+    }
+    old = {
+        "target_shard_bytes": 1024,
+        "compression": "GZIP",
+        "records_read": 6,
+        "records_written": 5,
+        "quarantined": 1,
+        "splits": {"train": split},
+    }
+    report = ShardPlanReport.from_json(old)
+    assert (report.span, report.version, report.input_pattern) == (0, None, None)
+    assert report.split_records == {"train": 5}
+    assert report.splits["train"].shards[1].bytes == 400
+    assert report.skipped_files is None and report.split_sizing is None
+    assert "skipped_files" not in report.to_json()

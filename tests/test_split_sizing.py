@@ -9,6 +9,7 @@ import pytest
 from example_data import write_csv
 from tfrecord_pipelines.components.example_gen.convert import convert
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
+from tfrecord_pipelines.components.example_gen.shard_plan_report import ShardPlanReport
 from tfrecord_pipelines.components.example_gen.split_sizing import (
     count_rows,
     size_eval_split,
@@ -64,7 +65,7 @@ def _convert(source, dest, **overrides):
         label_key="label",
         beam_pipeline_args=local_beam_args(),
         **overrides,
-    )
+    ).to_json()
 
 
 def test_a_capped_split_is_recorded_in_the_shard_plan(source, tmp_path):
@@ -78,6 +79,9 @@ def test_a_capped_split_is_recorded_in_the_shard_plan(source, tmp_path):
     assert report["splits"]["train"]["records"] == ROWS - eval_records
     plan = json.loads((tmp_path / "out" / "shard_plan.json").read_text())
     assert plan["split_sizing"] == sizing
+    # The type reads back what it wrote, field for field.
+    assert plan == report
+    assert ShardPlanReport.from_json(plan).to_json() == plan
 
 
 def test_an_explicit_split_is_kept_whatever_the_cap(source, tmp_path):

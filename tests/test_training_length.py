@@ -5,6 +5,11 @@ import json
 import pytest
 import tensorflow as tf
 
+from tfrecord_pipelines.components.example_gen.shard_plan_report import (
+    ShardFile,
+    ShardPlanReport,
+    SplitOutcome,
+)
 from tfrecord_pipelines.components.trainer.training_length import (
     DEFAULT_MIN_STEPS,
     TrainingLength,
@@ -68,8 +73,12 @@ def test_split_size_comes_from_the_shard_plan_without_reading_shards(tmp_path):
     split.mkdir()
     _write_records(split / "data-00000-of-00001.gz", 3, "GZIP")
     # The plan, not the files, is believed: reading them would cost a pass.
-    plan = {"splits": {"train": {"records": 1234}, "eval": {"records": 56}}}
-    (tmp_path / "shard_plan.json").write_text(json.dumps(plan))
+    splits = {
+        name: SplitOutcome(1, "", 0, records, (ShardFile("x", records, 0),), records, 0)
+        for name, records in (("train", 1234), ("eval", 56))
+    }
+    plan = ShardPlanReport(0, None, None, 2**27, 10, None, "GZIP", 1290, 1290, 0, {}, splits)
+    (tmp_path / "shard_plan.json").write_text(json.dumps(plan.to_json()))
     assert split_records([f"{split}/*"]) == 1234
 
 

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 
 from tfx.components.example_gen import utils
 from tfx.dsl.components.base import base_beam_executor
-from tfx.dsl.io import fileio
 from tfx.types import standard_artifacts
 from tfx.utils import proto_utils
 
@@ -21,7 +20,11 @@ from tfrecord_pipelines.components.example_gen.destination import fresh_destinat
 from tfrecord_pipelines.components.example_gen.engines import BEAM
 from tfrecord_pipelines.components.example_gen.executor import Executor
 from tfrecord_pipelines.components.example_gen.quarantine_limit import DEFAULT_MAX_BAD_FRACTION
-from tfrecord_pipelines.components.example_gen.shard_plan import SHARD_PLAN_FILE, ShardingOptions
+from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
+from tfrecord_pipelines.components.example_gen.shard_plan_report import (
+    ShardPlanReport,
+    read_shard_plan,
+)
 from tfrecord_pipelines.components.example_gen.sources import DEFAULT_ENCODING
 from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
 
@@ -49,7 +52,7 @@ def convert(
     engine: str = BEAM,
     spark_master: str | None = None,
     spark_conf: Mapping[str, str] | None = None,
-) -> dict:
+) -> ShardPlanReport:
     """Converts ``source`` (a file, a glob or a folder) into ``dest/Split-<name>/`` shards,
     as the component does.
 
@@ -126,5 +129,4 @@ def convert(
             {keys.EXAMPLES_KEY: [examples], keys.QUARANTINE_KEY: [quarantine]},
             exec_properties,
         )
-    with fileio.open(os.path.join(dest, SHARD_PLAN_FILE)) as f:
-        return json.load(f)
+    return read_shard_plan(dest)

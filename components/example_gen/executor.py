@@ -35,7 +35,13 @@ from tfrecord_pipelines.components.example_gen.quarantine import (
     QUARANTINE_TAG,
     summarize_quarantine,
 )
-from tfrecord_pipelines.components.example_gen.shard_plan import SHARD_PLAN_FILE, ShardingOptions
+from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
+from tfrecord_pipelines.components.example_gen.shard_plan_report import (
+    ShardPlanReport,
+    SkippedFiles,
+    SplitOutcome,
+    plan_path,
+)
 from tfrecord_pipelines.components.example_gen.sharded_writer import finalize_split
 from tfrecord_pipelines.components.example_gen.sources import (
     DEFAULT_BLOCK_BYTES,
@@ -255,16 +261,6 @@ def _resolved(exec_properties: dict[str, Any], name: str) -> int | None:
     return None if value is None else int(value)
 
 
-def _span_of(exec_properties: dict[str, Any], input_config) -> dict[str, Any]:
-    """The span and version TFX's driver resolved (0 and None for data without spans, as on
-    the Examples artifact) and the input pattern it filled in, for the shard plan."""
-    return {
-        "span": _resolved(exec_properties, keys.SPAN_PROPERTY) or 0,
-        "version": _resolved(exec_properties, keys.VERSION_PROPERTY),
-        "input_pattern": input_config.splits[0].pattern,
-    }
-
-
 class Executor(BaseExampleGenExecutor):
     """Splits by a stable hash, batch by batch; writes planned shards and a quarantine.
 
@@ -400,58 +396,66 @@ class _Conversion:
 
 def _shard_plan_report(
     conversion: _Conversion, outcomes: dict, summary, sizing, exec_properties, input_config
-) -> dict:
-    """The shard plan and counts of a finished conversion (``shard_plan.json``)."""
-    written = sum(o["records"] for o in outcomes.values())
-    report = {
-        **_span_of(exec_properties, input_config),
-        "target_shard_bytes": conversion.sharding.target_shard_bytes,
-        "num_readers": conversion.sharding.num_readers,
-        "num_shards": conversion.sharding.num_shards,
-        "compression": conversion.compression,
-        "records_read": written + summary.count,
-        "records_written": written,
-        "quarantined": summary.count,
-        "quarantined_by_reason": summary.by_reason,
-        "splits": outcomes,
-    }
-    if sizing:
-        report["split_sizing"] = sizing.to_json()
+) -> ShardPlanReport:
+    """The shard plan and counts of a finished conversion (``shard_plan.json``), with the span
+    and version TFX's driver resolved (0 and None for data without spans, as on the Examples
+    artifact) and the input pattern it filled in."""
+    splits = {name: SplitOutcome.from_json(outcome) for name, outcome in outcomes.items()}
+    written = sum(split.records for split in splits.values())
+    skipped = None
     if exec_properties[keys.SOURCE_FORMAT_KEY] == IMAGES:
-        skipped = [path for plan in conversion.plans for path in plan.skipped]
-        report["skipped_files"] = {"count": len(skipped), "first": skipped[:100]}
-    return report
+        paths = [path for plan in conversion.plans for path in plan.skipped]
+        skipped = SkippedFiles(len(paths), tuple(paths[:100]))
+    return ShardPlanReport(
+        span=_resolved(exec_properties, keys.SPAN_PROPERTY) or 0,
+        version=_resolved(exec_properties, keys.VERSION_PROPERTY),
+        input_pattern=input_config.splits[0].pattern,
+        target_shard_bytes=conversion.sharding.target_shard_bytes,
+        num_readers=conversion.sharding.num_readers,
+        num_shards=conversion.sharding.num_shards,
+        compression=conversion.compression,
+        records_read=written + summary.count,
+        records_written=written,
+        quarantined=summary.count,
+        quarantined_by_reason=summary.by_reason,
+        splits=splits,
+        split_sizing=sizing.to_json() if sizing else None,
+        skipped_files=skipped,
+    )
 
 
-def _publish(examples: types.Artifact, quarantine: types.Artifact, report: dict, bad: int):
+def _publish(
+    examples: types.Artifact, quarantine: types.Artifact, report: ShardPlanReport, bad: int
+):
     """Writes the shard plan beside the splits and on the artifacts."""
     # Written whole or not at all: a plan is the mark of a complete conversion.
-    plan_path = os.path.join(examples.uri, SHARD_PLAN_FILE)
-    with tf.io.gfile.GFile(plan_path + ".partial", "w") as f:
-        json.dump(report, f, indent=2)
-    tf.io.gfile.rename(plan_path + ".partial", plan_path, overwrite=True)
+    path = plan_path(examples.uri)
+    with tf.io.gfile.GFile(path + ".partial", "w") as f:
+        json.dump(report.to_json(), f, indent=2)
+    tf.io.gfile.rename(path + ".partial", path, overwrite=True)
     examples_utils.set_payload_format(examples, example_gen_pb2.FORMAT_TF_EXAMPLE)
     # TFX names every TFRecord format 'tfrecords_gzip'; readers detect GZIP by '.gz'.
     examples_utils.set_file_format(examples, "tfrecords_gzip")
-    examples.set_string_custom_property(keys.COMPRESSION_KEY, report["compression"])
-    examples.set_string_custom_property(keys.SHARD_PLAN_KEY, json.dumps(report))
-    examples.set_int_custom_property(keys.RECORDS_WRITTEN_PROPERTY, report["records_written"])
+    examples.set_string_custom_property(keys.COMPRESSION_KEY, report.compression)
+    examples.set_string_custom_property(keys.SHARD_PLAN_KEY, report.dumps())
+    examples.set_int_custom_property(keys.RECORDS_WRITTEN_PROPERTY, report.records_written)
     examples.set_int_custom_property(keys.QUARANTINED_COUNT_PROPERTY, bad)
     quarantine.set_int_custom_property(keys.QUARANTINE_COUNT_PROPERTY, bad)
 
 
-def _check_outcome(report: dict, summary, max_bad: float, quarantine_uri: str) -> None:
+def _check_outcome(report: ShardPlanReport, summary, max_bad: float, quarantine_uri: str) -> None:
     """Fails the conversion for an empty split, or more quarantined input than allowed."""
-    for name, outcome in report["splits"].items():
-        if outcome["records"] == 0:
+    read = report.records_read
+    for name, outcome in report.splits.items():
+        if outcome.records == 0:
             raise ValueError(
-                f"Split {name!r} received no examples ({report['records_read']} records read, "
+                f"Split {name!r} received no examples ({read} records read, "
                 f"{summary.count} quarantined); add data or change the split ratios."
             )
-    if report["records_read"] and summary.count / report["records_read"] > max_bad:
+    if read and summary.count / read > max_bad:
         raise ValueError(
-            f"{summary.count} of {report['records_read']} input records "
-            f"({summary.count / report['records_read']:.2%}) were quarantined, more than "
+            f"{summary.count} of {read} input records "
+            f"({summary.count / read:.2%}) were quarantined, more than "
             f"max_bad_fraction {max_bad:.2%}: {summary.describe()}. "
             f"All of them: {quarantine_uri}"
         )

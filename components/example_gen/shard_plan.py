@@ -28,8 +28,6 @@ DEFAULT_TARGET_SHARD_BYTES = 128 * 1024 * 1024
 DEFAULT_NUM_READERS = 10
 # Below this many records per shard, hashing may leave a shard empty.
 MIN_RECORDS_PER_SHARD = 32
-# The shard plan and counts each conversion writes beside its Split-* folders.
-SHARD_PLAN_FILE = "shard_plan.json"
 # Length (8 bytes) and two CRCs (4 bytes each) framing every TFRecord.
 TFRECORD_FRAMING_BYTES = 16
 # A remainder smaller than this share of the target is spread, not given a shard.

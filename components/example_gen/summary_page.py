@@ -10,6 +10,8 @@ from __future__ import annotations
 import tensorflow as tf
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
+from tfrecord_pipelines.components.example_gen.shard_plan_report import ShardPlanReport
+
 TOP_VALUES_SHOWN = 3
 _DESCRIBED_SPLIT = "train"
 
@@ -45,27 +47,23 @@ def _feature_row(feature: statistics_pb2.FeatureNameStatistics, rows: int) -> st
     return f"| {name} | {kind} | {share} | {described.replace('|', '/')} |"
 
 
-def render(plan: dict, statistics_paths: dict[str, str] | None) -> str:
+def render(plan: ShardPlanReport, statistics_paths: dict[str, str] | None) -> str:
     """The page, from the shard plan (``shard_plan.json``) and each split's statistics file."""
     lines = [
-        f"## Examples: {plan['records_written']:,} records in "
-        f"{sum(len(s['shards']) for s in plan['splits'].values())} shards",
+        f"## Examples: {plan.records_written:,} records in "
+        f"{sum(len(s.shards) for s in plan.splits.values())} shards",
         "",
-        f"{plan['records_read']:,} records read, {plan['quarantined']:,} quarantined; "
-        f"shards compressed {plan['compression']}.",
+        f"{plan.records_read:,} records read, {plan.quarantined:,} quarantined; "
+        f"shards compressed {plan.compression}.",
         "",
         "| split | records | shards | bytes |",
         "| --- | --- | --- | --- |",
     ]
-    for name, split in plan["splits"].items():
-        lines.append(
-            f"| {name} | {split['records']:,} | {len(split['shards'])} | {split['bytes']:,} |"
-        )
-    if plan["quarantined"]:
+    for name, split in plan.splits.items():
+        lines.append(f"| {name} | {split.records:,} | {len(split.shards)} | {split.bytes:,} |")
+    if plan.quarantined:
         lines += ["", "Quarantined, by reason:", ""]
-        lines += [
-            f"- {reason}: {count:,}" for reason, count in plan["quarantined_by_reason"].items()
-        ]
+        lines += [f"- {reason}: {count:,}" for reason, count in plan.quarantined_by_reason.items()]
     dataset = _statistics((statistics_paths or {}).get(_DESCRIBED_SPLIT, ""))
     if dataset is not None:
         lines += [

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from tfrecord_pipelines.components.example_gen.shard_plan import SHARD_PLAN_FILE
+from tfrecord_pipelines.components.example_gen.shard_plan_report import read_shard_plan
 
 # Without a train_steps or epochs: at least one epoch, and at least this many steps.
 DEFAULT_MIN_STEPS = 1000
@@ -112,14 +112,11 @@ def split_records(file_patterns: Sequence[str]) -> int:
     total = 0
     for pattern in file_patterns:
         split_dir = os.path.dirname(pattern)
-        plan_path = os.path.join(os.path.dirname(split_dir), SHARD_PLAN_FILE)
+        report = read_shard_plan(os.path.dirname(split_dir))
         split = os.path.basename(split_dir).removeprefix("Split-")
-        if tf.io.gfile.exists(plan_path):
-            with tf.io.gfile.GFile(plan_path) as f:
-                splits = json.load(f)["splits"]
-            if split in splits:
-                total += int(splits[split]["records"])
-                continue
+        if report is not None and split in report.splits:
+            total += report.splits[split].records
+            continue
         total += _count_records(pattern)
     return total
 

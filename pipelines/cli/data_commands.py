@@ -161,9 +161,7 @@ def run_convert(args: argparse.Namespace) -> None:
     spark_conf = _check_engine(args)
     dest = os.path.abspath(args.dest)
     check_writable(dest)
-    from tfrecord_pipelines.components.example_gen.convert import QUARANTINE_DIR, convert
-    from tfrecord_pipelines.components.example_gen.split_sizing import describe_sizing
-    from tfrecord_pipelines.components.image_folder import describe_skipped
+    from tfrecord_pipelines.components.example_gen.convert import convert
     from tfrecord_pipelines.local.beam_args import local_beam_args
     from tfrecord_pipelines.local.disk_space import check_disk_full
 
@@ -193,30 +191,40 @@ def run_convert(args: argparse.Namespace) -> None:
     except Exception as e:
         check_disk_full(e, dest)
         raise
+    _print_report(report, dest)
+
+
+def _print_report(report, dest: str) -> None:
+    """What a conversion wrote, split by split, and where its shard plan is."""
+    from tfrecord_pipelines.components.example_gen.convert import QUARANTINE_DIR
+    from tfrecord_pipelines.components.example_gen.shard_plan_report import plan_path
+    from tfrecord_pipelines.components.example_gen.split_sizing import describe_sizing
+    from tfrecord_pipelines.components.image_folder import describe_skipped
+
     print(
-        f"Read {report['records_read']:,} records: wrote {report['records_written']:,}, "
-        f"quarantined {report['quarantined']:,} ({os.path.join(dest, QUARANTINE_DIR)})."
+        f"Read {report.records_read:,} records: wrote {report.records_written:,}, "
+        f"quarantined {report.quarantined:,} ({os.path.join(dest, QUARANTINE_DIR)})."
     )
-    if report.get("skipped_files", {}).get("count"):
-        skipped = report["skipped_files"]
-        print(f"  Skipped {describe_skipped(skipped['count'], skipped['first'])}.")
-    if "split_sizing" in report:
-        print(f"  Splits sized to the data: {describe_sizing(report['split_sizing'])}")
+    if report.skipped_files and report.skipped_files.count:
+        skipped = report.skipped_files
+        print(f"  Skipped {describe_skipped(skipped.count, list(skipped.first))}.")
+    if report.split_sizing is not None:
+        print(f"  Splits sized to the data: {describe_sizing(report.split_sizing)}")
     asked = (
-        f"{report['num_shards']} asked for"
-        if report.get("num_shards")
-        else f"target {report['target_shard_bytes'] / 2**20:.1f} MiB"
+        f"{report.num_shards} asked for"
+        if report.num_shards
+        else f"target {report.target_shard_bytes / 2**20:.1f} MiB"
     )
-    for name, split in report["splits"].items():
-        sizes = [s["bytes"] for s in split["shards"]]
+    for name, split in report.splits.items():
+        sizes = [s.bytes for s in split.shards]
         print(
-            f"  Split-{name}: {len(sizes)} shards (planned {split['planned_shards']}), "
-            f"{split['records']:,} records, {split['bytes'] / 2**20:.1f} MiB, shard sizes "
+            f"  Split-{name}: {len(sizes)} shards (planned {split.planned_shards}), "
+            f"{split.records:,} records, {split.bytes / 2**20:.1f} MiB, shard sizes "
             f"{min(sizes) / 2**20:.1f}-{max(sizes) / 2**20:.1f} MiB ({asked})"
         )
-        if split.get("shards_adjusted"):
-            print(f"    {split['shards_adjusted']}")
-    print(f"Shard plan: {os.path.join(dest, 'shard_plan.json')}")
+        if split.shards_adjusted:
+            print(f"    {split.shards_adjusted}")
+    print(f"Shard plan: {plan_path(dest)}")
 
 
 def run_inspect(args: argparse.Namespace) -> None:

@@ -9,9 +9,13 @@ reproducible.
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 
 import matplotlib
 from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from tfrecord_pipelines.components.example_gen.shard_plan_report import ShardPlanReport
 
 # One colour per split (and per train / validation curve), the same everywhere.
 SPLIT_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd")
@@ -129,7 +133,7 @@ def per_epoch(
 
 
 @_styled
-def shard_sizes(plan: dict) -> str:
+def shard_sizes(plan: ShardPlanReport) -> str:
     """One bar per shard file, split after split, against the planned shard size.
 
     Args:
@@ -138,10 +142,9 @@ def shard_sizes(plan: dict) -> str:
         a 128 MiB target).
     """
     bytes_by_split = {
-        name: [shard["bytes"] for shard in split["shards"]]
-        for name, split in plan["splits"].items()
+        name: [shard.bytes for shard in split.shards] for name, split in plan.splits.items()
     }
-    target_bytes = plan["target_shard_bytes"]
+    target_bytes = plan.target_shard_bytes
     figure = _figure(4.6, 1.8)
     (axes,) = figure.axes
     largest = max((max(sizes) for sizes in bytes_by_split.values() if sizes), default=0)

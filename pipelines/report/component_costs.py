@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 from tfrecord_pipelines.components import keys
+from tfrecord_pipelines.components.example_gen.shard_plan_report import ShardPlanReport
 from tfrecord_pipelines.components.keys import SHARD_PLAN_KEY
 from tfrecord_pipelines.components.trainer.training_length import TrainingLength
 from tfrecord_pipelines.definition.pipeline import (
@@ -56,20 +57,20 @@ class ComponentCost:
         return self.records / self.wall_seconds
 
 
-def example_gen_shard_plan(run: dict[str, NodeExecution]) -> dict:
-    """The run's ShardedExampleGen shard plan, as its examples artifact records it ({} if none)."""
+def example_gen_shard_plan(run: dict[str, NodeExecution]) -> ShardPlanReport | None:
+    """The run's ShardedExampleGen shard plan, as its examples artifact records it (or None)."""
     node = run.get(EXAMPLE_GEN_ID)
     examples = node.output(keys.EXAMPLES_KEY) if node else None
     if examples is None or SHARD_PLAN_KEY not in examples.custom_properties:
-        return {}
-    return json.loads(examples.custom_properties[SHARD_PLAN_KEY].string_value)
+        return None
+    return ShardPlanReport.loads(examples.custom_properties[SHARD_PLAN_KEY].string_value)
 
 
 def _split_records(run: dict[str, NodeExecution]) -> tuple[int | None, dict[str, int]]:
     plan = example_gen_shard_plan(run)
-    if not plan:
+    if plan is None:
         return None, {}
-    return plan["records_read"], {name: s["records"] for name, s in plan["splits"].items()}
+    return plan.records_read, plan.split_records
 
 
 def _analysis_from_statistics(run: dict[str, NodeExecution]) -> bool:

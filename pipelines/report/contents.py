@@ -10,7 +10,6 @@ drift), and the pipeline's report task on Kubeflow, which takes them as inputs
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -20,7 +19,10 @@ from tfrecord_pipelines.components.example_gen.quarantine import (
     QuarantineSummary,
     summarize_quarantine,
 )
-from tfrecord_pipelines.components.example_gen.shard_plan import SHARD_PLAN_FILE
+from tfrecord_pipelines.components.example_gen.shard_plan_report import (
+    ShardPlanReport,
+    read_shard_plan,
+)
 from tfrecord_pipelines.components.keys import BLOCKED_PROPERTY
 from tfrecord_pipelines.components.trainer.training_length import (
     TrainingLength,
@@ -144,7 +146,7 @@ class RunReport:
     run_id: str
     written_by: str
     components: list[ComponentRow] = dataclasses.field(default_factory=list)
-    shard_plan: dict | None = None
+    shard_plan: ShardPlanReport | None = None
     shard_chart: str | None = None
     examples_uri: str | None = None
     quarantine: QuarantineSummary | None = None
@@ -239,13 +241,6 @@ def run_artifacts(
     )
 
 
-def _read_json(path: str) -> dict | None:
-    if not filesystem.exists(path):
-        return None
-    with filesystem.open_text(path) as f:
-        return json.load(f)
-
-
 def read_sections(artifacts: RunArtifacts) -> dict:
     """The ``RunReport`` fields that ``artifacts`` tell, ``missing`` included: a note
     per section whose artifact the run did not produce."""
@@ -256,7 +251,7 @@ def read_sections(artifacts: RunArtifacts) -> dict:
 
     if artifacts.examples_uri is not None:
         fields["examples_uri"] = artifacts.examples_uri
-        plan = _read_json(os.path.join(artifacts.examples_uri, SHARD_PLAN_FILE))
+        plan = read_shard_plan(artifacts.examples_uri)
         fields["shard_plan"] = plan
         if plan:
             fields["shard_chart"] = charts.shard_sizes(plan)

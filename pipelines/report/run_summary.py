@@ -149,7 +149,7 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
     example_gen = _node(run, EXAMPLE_GEN_ID)
     quarantine = example_gen.output(keys.QUARANTINE_KEY)
     plan = example_gen_shard_plan(run)
-    skipped = plan.get("skipped_files", {})
+    skipped = plan.skipped_files if plan else None
     evaluation = evaluator.output(keys.EVALUATION_KEY)
     model_run = trainer.output(keys.MODEL_RUN_KEY)
     was_pushed = pusher.custom_properties["pushed"].int_value == 1
@@ -177,13 +177,11 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         resumed_steps=resumed_steps(model_run.uri),
         quarantined=quarantine.custom_properties[keys.QUARANTINE_COUNT_PROPERTY].int_value,
         quarantine=quarantine.uri,
-        skipped_files=(skipped.get("count", 0), skipped.get("first", [])),
+        skipped_files=(skipped.count, list(skipped.first)) if skipped else (0, []),
         shards_adjusted=tuple(
-            f"{name} {split['shards_adjusted']}"
-            for name, split in plan.get("splits", {}).items()
-            if split.get("shards_adjusted")
+            f"{name} {why}" for name, why in (plan.shards_adjusted if plan else {}).items()
         ),
-        span=(plan.get("span", 0), plan.get("version"), plan.get("input_pattern")),
+        span=(plan.span, plan.version, plan.input_pattern) if plan else (0, None, None),
         window=window,
         drift=read_drift(run),
         blocked_by_drift=pusher.custom_properties[BLOCKED_PROPERTY].string_value

@@ -8,6 +8,7 @@ import json
 from typing import TYPE_CHECKING
 
 from tfrecord_pipelines.components import keys
+from tfrecord_pipelines.components.example_gen.shard_plan_report import ShardPlanReport
 from tfrecord_pipelines.components.keys import (
     ANALYSIS_KEY,
     DRIFT_REPORT_PROPERTY,
@@ -103,8 +104,8 @@ def _summary(conversions: list[tuple], analysis: str) -> WindowSummary:
     graph's ``keys.ANALYSIS_KEY``, JSON; "" when it recorded none)."""
     spans, spans_by_uri = [], {}
     for uri, span, version, plan_text, own in conversions:
-        plan = json.loads(plan_text or "{}")
-        rows = {name: split["records"] for name, split in plan.get("splits", {}).items()}
+        plan = ShardPlanReport.loads(plan_text)
+        rows = plan.split_records if plan else {}
         spans.append(WindowSpan(span, version, rows, own))
         spans_by_uri[uri.rstrip("/")] = span
     analyzed = json.loads(analysis or "{}")
