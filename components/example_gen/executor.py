@@ -61,9 +61,6 @@ from tfrecord_pipelines.components.example_gen.split_sizing import (
 )
 
 _SPILL_DIR = ".spill"
-# Set by Do for the source transforms.
-_QUARANTINE_URI = "_quarantine_uri"
-_SCHEMA = "_schema"
 
 
 def _load_schema(input_dict: dict[str, list[types.Artifact]]) -> schema_pb2.Schema | None:
@@ -74,11 +71,13 @@ def _load_schema(input_dict: dict[str, list[types.Artifact]]) -> schema_pb2.Sche
     return io_utils.parse_pbtxt_file(path, schema_pb2.Schema())
 
 
-def source_options(exec_properties: dict[str, Any]) -> SourceOptions:
-    """Returns how the input is read, from the component's parameters."""
+def source_options(
+    exec_properties: dict[str, Any], schema: schema_pb2.Schema | None = None
+) -> SourceOptions:
+    """Returns how the input is read, from the component's parameters and its schema input."""
     return SourceOptions(
         label_key=exec_properties.get(keys.LABEL_KEY),
-        schema=exec_properties.get(_SCHEMA),
+        schema=schema,
         block_bytes=exec_properties.get(keys.BLOCK_BYTES_KEY) or DEFAULT_BLOCK_BYTES,
         encoding=exec_properties.get(keys.ENCODING_KEY) or DEFAULT_ENCODING,
         delimiter=exec_properties.get(keys.DELIMITER_KEY) or None,
@@ -123,7 +122,7 @@ def _size_splits(
     return sized, sizing
 
 
-def _source_plans(exec_properties: dict[str, Any], input_config, output_config) -> list:
+def _source_plans(exec_properties: dict[str, Any], schema, input_config, output_config) -> list:
     """Each input pattern's source plan (``sources.SourcePlan``), for either engine."""
     return [
         plan_source(
@@ -131,28 +130,23 @@ def _source_plans(exec_properties: dict[str, Any], input_config, output_config) 
             exec_properties[keys.INPUT_BASE_KEY],
             pattern,
             assigner=assigner,
-            options=source_options(exec_properties),
+            options=source_options(exec_properties, schema),
         )
         for pattern, assigner in _split_sources(input_config, output_config)
     ]
 
 
 def _read_spilled_splits(
-    pipeline,
-    plans: list,
-    exec_properties: dict[str, Any],
-    output_config,
-    input_config,
-    spill_dir: str,
-    statistics_paths: dict[str, str] | None,
+    pipeline, conversion: _Conversion, exec_properties: dict[str, Any], output_config, input_config
 ):
     """Applies the source transforms; returns (split name → PCollection of Spilled files).
 
-    With ``statistics_paths`` (split name → file), each split's columns are
-    described by TFDV on the way (``statistics``).
+    With the conversion's ``statistics_paths`` (split name → file), each split's
+    columns are described by TFDV on the way (``statistics``).
     """
+    statistics_paths = conversion.statistics_paths
     batches, quarantines = [], []
-    for number, plan in enumerate(plans):
+    for number, plan in enumerate(conversion.plans):
         outputs = pipeline | f"Read[Input{number}]" >> ReadSource(plan)
         batches.append(outputs[keys.EXAMPLES_TAG])
         quarantines.append(outputs[QUARANTINE_TAG])
@@ -162,7 +156,7 @@ def _read_spilled_splits(
         | "QuarantineToJson" >> beam.Map(lambda record: record.to_json())
         | "WriteQuarantine"
         >> beam.io.WriteToText(
-            os.path.join(exec_properties[_QUARANTINE_URI], QUARANTINE_FILE_PREFIX),
+            os.path.join(conversion.quarantine_uri, QUARANTINE_FILE_PREFIX),
             file_name_suffix=QUARANTINE_FILE_SUFFIX,
         )
     )
@@ -172,7 +166,7 @@ def _read_spilled_splits(
     # every batch of records on its way to the spill.
     converted = batches[0] if len(batches) == 1 else batches | "FlattenBatches" >> beam.Flatten()
     if statistics_paths:
-        options = _stats_options(exec_properties)
+        options = _stats_options(exec_properties, conversion.schema)
         columns = converted | "ColumnsBySplit" >> beam.Partition(by_split, len(names))
         for index, name in enumerate(names):
             _ = (
@@ -183,20 +177,18 @@ def _read_spilled_splits(
             )
     tagged = (
         converted
-        | "Spill" >> beam.ParDo(SpillRecords(spill_dir))
+        | "Spill" >> beam.ParDo(SpillRecords(conversion.spill_dir))
         | "BySplit" >> beam.Partition(by_split, len(names))
     )
     return {name: tagged[index] for index, name in enumerate(names)}
 
 
-def _stats_options(exec_properties: dict[str, Any]):
+def _stats_options(exec_properties: dict[str, Any], schema: schema_pb2.Schema | None):
     """TFDV's options for the source's format, counting the values of a label that names
     classes and of the integers the schema marks categorical."""
     label = exec_properties.get(keys.LABEL_KEY)
     counted = [label] if label and exec_properties.get(keys.CATEGORICAL_LABEL_KEY) else []
-    counted += [
-        name for name in categorical_integers(exec_properties.get(_SCHEMA)) if name not in counted
-    ]
+    counted += [name for name in categorical_integers(schema) if name not in counted]
     return statistics.stats_options(exec_properties[keys.SOURCE_FORMAT_KEY], counted)
 
 
@@ -293,11 +285,7 @@ class Executor(BaseExampleGenExecutor):
         examples = artifact_utils.get_single_instance(output_dict[keys.EXAMPLES_KEY])
         quarantine = artifact_utils.get_single_instance(output_dict[keys.QUARANTINE_KEY])
         examples.split_names = artifact_utils.encode_split_names(split_names)
-        exec_properties = {
-            **exec_properties,
-            _QUARANTINE_URI: quarantine.uri,
-            _SCHEMA: _load_schema(input_dict),
-        }
+        schema = _load_schema(input_dict)
         logging.info("Converting %s into sharded TFRecords.", exec_properties[keys.INPUT_BASE_KEY])
         span = _resolved(exec_properties, keys.SPAN_PROPERTY) or 0
         conversion = _Conversion(
@@ -309,7 +297,9 @@ class Executor(BaseExampleGenExecutor):
             },
             spill_dir=os.path.join(examples.uri, _SPILL_DIR),
             statistics_paths=_statistics_paths(output_dict, span, split_names),
-            plans=_source_plans(exec_properties, input_config, output_config),
+            plans=_source_plans(exec_properties, schema, input_config, output_config),
+            quarantine_uri=quarantine.uri,
+            schema=schema,
             sharding=ShardingOptions(
                 target_shard_bytes=exec_properties[keys.TARGET_SHARD_BYTES_KEY],
                 num_readers=exec_properties.get(keys.NUM_READERS_KEY),
@@ -339,7 +329,7 @@ class Executor(BaseExampleGenExecutor):
                 exec_properties,
                 split_dirs=conversion.split_dirs,
                 outcome_paths=conversion.outcome_paths,
-                quarantine_uri=exec_properties[_QUARANTINE_URI],
+                quarantine_uri=conversion.quarantine_uri,
                 spill_dir=conversion.spill_dir,
                 sharding=conversion.sharding,
                 compression=conversion.compression,
@@ -347,13 +337,7 @@ class Executor(BaseExampleGenExecutor):
         else:
             with self._make_beam_pipeline() as pipeline:
                 splits = _read_spilled_splits(
-                    pipeline,
-                    conversion.plans,
-                    exec_properties,
-                    output_config,
-                    input_config,
-                    conversion.spill_dir,
-                    conversion.statistics_paths,
+                    pipeline, conversion, exec_properties, output_config, input_config
                 )
                 for name, batches in splits.items():
                     _ = batches | f"WriteSplit[{name}]" >> WriteShardedTFRecords(
@@ -376,7 +360,7 @@ class Executor(BaseExampleGenExecutor):
                     pipeline,
                     conversion.split_dirs,
                     conversion.statistics_paths,
-                    _stats_options(exec_properties),
+                    _stats_options(exec_properties, conversion.schema),
                 )
         return outcomes
 
@@ -390,6 +374,8 @@ class _Conversion:
     spill_dir: str
     statistics_paths: dict[str, str]
     plans: list
+    quarantine_uri: str
+    schema: schema_pb2.Schema | None
     sharding: ShardingOptions
     compression: str
 

@@ -33,6 +33,7 @@ from tfx.components import ExampleValidator, SchemaGen
 from tfx.dsl.components.base.base_node import BaseNode
 from tfx.orchestration.data_types import RuntimeParameter
 from tfx.orchestration.pipeline import Pipeline
+from tfx.types import BaseChannel
 
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.curated_schema import CuratedSchemaGen
@@ -248,35 +249,20 @@ def create_pipeline(
         else _from_resolvers(config, example_gen, compare_to_latest_blessed)
     )
     schema_gen = curated_schema or SchemaGen(statistics=statistics, infer_feature_shape=True)
-    example_validator = ExampleValidator(
-        statistics=statistics, schema=schema_gen.outputs[keys.SCHEMA_KEY]
-    ).with_id(EXAMPLE_VALIDATOR_ID)
-    materialize = nodes.materializes(config.module_file, config.source)
-    transform = nodes.transform(
-        config.task,
-        examples=earlier.examples,
-        schema=schema_gen.outputs[keys.SCHEMA_KEY],
-        # The built-in preprocessing_fn takes its analyzers' results from ExampleGen's
-        # statistics where they are exact: a window's, one per span, merged.
-        statistics=earlier.window_statistics if earlier.windowed else statistics,
-        analyzer_cache=earlier.analyzer_cache,
-        materialize=materialize,
-        module_file=config.module_file,
-    ).with_id(TRANSFORM_ID)
-    trainer = nodes.trainer(
-        config.task,
-        config.training,
-        examples=(
-            transform.outputs[keys.TRANSFORMED_EXAMPLES_KEY] if materialize else earlier.examples
-        ),
-        transform_graph=transform.outputs[keys.TRANSFORM_GRAPH_KEY],
-        schema=schema_gen.outputs[keys.SCHEMA_KEY],
-        steps=config.train_steps,
-        eval_steps=config.eval_steps,
-        base_model=earlier.base_model,
-        materialized=materialize,
-        module_file=config.module_file,
-    ).with_id(TRAINER_ID)
+    schema = schema_gen.outputs[keys.SCHEMA_KEY]
+    example_validator = ExampleValidator(statistics=statistics, schema=schema).with_id(
+        EXAMPLE_VALIDATOR_ID
+    )
+    transform, trainer = _transform_and_train(config, earlier, statistics, schema)
+    judged, blessing = _judge_and_push(
+        config,
+        example_gen,
+        trainer,
+        earlier,
+        schema,
+        compare_to_latest_blessed=compare_to_latest_blessed,
+        publish_after_metadata=publish_after_metadata,
+    )
     components = [
         example_gen,
         schema_gen,
@@ -284,46 +270,14 @@ def create_pipeline(
         *earlier.nodes,
         transform,
         trainer,
+        *judged,
     ]
-    baseline_model = earlier.baseline_model
-    if compare_to_latest_blessed:
-        resolver = baseline_model_resolver(trainer.outputs[keys.MODEL_KEY])
-        baseline_model = resolver.outputs[keys.MODEL_KEY]
-        components.append(resolver)
-    evaluator = nodes.evaluator(
-        config.task,
-        config.thresholds,
-        config.evaluation,
-        examples=example_gen.outputs[keys.EXAMPLES_KEY],
-        model=trainer.outputs[keys.MODEL_KEY],
-        baseline_model=baseline_model,
-        module_file=config.module_file,
-    ).with_id(EVALUATOR_ID)
-    drift_check = None
-    if earlier.previous_statistics is not None:
-        drift_check = DriftCheck(
-            statistics=statistics,
-            previous_statistics=earlier.previous_statistics,
-            schema=schema_gen.outputs[keys.SCHEMA_KEY],
-            max_js=config.drift.max_js,
-            max_linf=config.drift.max_linf,
-        ).with_id(DRIFT_CHECK_ID)
-        components.append(drift_check)
-    pusher = nodes.pusher(
-        config.serving_dir,
-        model=trainer.outputs[keys.MODEL_KEY],
-        blessing=evaluator.outputs[keys.BLESSING_KEY],
-        drift=drift_check.outputs[keys.ANOMALIES_KEY] if drift_check else None,
-        on_drift=config.drift.on_drift,
-        publish_after_metadata=publish_after_metadata,
-    ).with_id(PUSHER_ID)
-    components += [evaluator, pusher]
     if earlier.span_window:
         components.append(
             RecordRun(
                 examples=earlier.examples,
                 model=trainer.outputs[keys.MODEL_KEY],
-                blessing=evaluator.outputs[keys.BLESSING_KEY],
+                blessing=blessing,
                 state_dir=state_dir,
                 analyzer_cache=transform.outputs[keys.UPDATED_ANALYZER_CACHE_KEY],
             ).with_id(RECORD_RUN_ID)
@@ -339,3 +293,82 @@ def create_pipeline(
         beam_pipeline_args=list(beam_pipeline_args),
         enable_cache=enable_cache,
     )
+
+
+def _transform_and_train(config: PipelineConfig, earlier, statistics, schema) -> tuple:
+    """Transform and the Trainer over the run's examples (or its window's)."""
+    materialize = nodes.materializes(config.module_file, config.source)
+    transform = nodes.transform(
+        config.task,
+        examples=earlier.examples,
+        schema=schema,
+        # The built-in preprocessing_fn takes its analyzers' results from ExampleGen's
+        # statistics where they are exact: a window's, one per span, merged.
+        statistics=earlier.window_statistics if earlier.windowed else statistics,
+        analyzer_cache=earlier.analyzer_cache,
+        materialize=materialize,
+        module_file=config.module_file,
+    ).with_id(TRANSFORM_ID)
+    trainer = nodes.trainer(
+        config.task,
+        config.training,
+        examples=(
+            transform.outputs[keys.TRANSFORMED_EXAMPLES_KEY] if materialize else earlier.examples
+        ),
+        transform_graph=transform.outputs[keys.TRANSFORM_GRAPH_KEY],
+        schema=schema,
+        steps=config.train_steps,
+        eval_steps=config.eval_steps,
+        base_model=earlier.base_model,
+        materialized=materialize,
+        module_file=config.module_file,
+    ).with_id(TRAINER_ID)
+    return transform, trainer
+
+
+def _judge_and_push(
+    config: PipelineConfig,
+    example_gen,
+    trainer,
+    earlier,
+    schema,
+    *,
+    compare_to_latest_blessed: bool,
+    publish_after_metadata: bool,
+) -> tuple[list[BaseNode], BaseChannel]:
+    """The latest blessed model's Resolver (if asked), the span's DriftCheck (with a previous
+    span), the Evaluator and the Pusher, in that order; and the Evaluator's blessing."""
+    judged: list[BaseNode] = []
+    baseline_model = earlier.baseline_model
+    if compare_to_latest_blessed:
+        resolver = baseline_model_resolver(trainer.outputs[keys.MODEL_KEY])
+        baseline_model = resolver.outputs[keys.MODEL_KEY]
+        judged.append(resolver)
+    drift_check = None
+    if earlier.previous_statistics is not None:
+        drift_check = DriftCheck(
+            statistics=example_gen.outputs[keys.STATISTICS_KEY],
+            previous_statistics=earlier.previous_statistics,
+            schema=schema,
+            max_js=config.drift.max_js,
+            max_linf=config.drift.max_linf,
+        ).with_id(DRIFT_CHECK_ID)
+        judged.append(drift_check)
+    evaluator = nodes.evaluator(
+        config.task,
+        config.thresholds,
+        config.evaluation,
+        examples=example_gen.outputs[keys.EXAMPLES_KEY],
+        model=trainer.outputs[keys.MODEL_KEY],
+        baseline_model=baseline_model,
+        module_file=config.module_file,
+    ).with_id(EVALUATOR_ID)
+    pusher = nodes.pusher(
+        config.serving_dir,
+        model=trainer.outputs[keys.MODEL_KEY],
+        blessing=evaluator.outputs[keys.BLESSING_KEY],
+        drift=drift_check.outputs[keys.ANOMALIES_KEY] if drift_check else None,
+        on_drift=config.drift.on_drift,
+        publish_after_metadata=publish_after_metadata,
+    ).with_id(PUSHER_ID)
+    return [*judged, evaluator, pusher], evaluator.outputs[keys.BLESSING_KEY]
