@@ -12,12 +12,23 @@ from tfrecord_pipelines.cli.shard_arguments import (
     sharding_from_args,
 )
 from tfrecord_pipelines.components.data_source import FORMATS
+from tfrecord_pipelines.components.example_gen.engines import BEAM, ENGINES, SPARK
 from tfrecord_pipelines.components.example_gen.quarantine_limit import DEFAULT_MAX_BAD_FRACTION
+from tfrecord_pipelines.components.example_gen.spark.session import DEFAULT_MASTER
 from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
 
 
 def add_parsers(commands) -> None:
     """Adds the convert and inspect sub-commands to the CLI's sub-parsers."""
+    _add_convert_parser(commands)
+    inspect = commands.add_parser(
+        "inspect", help="count records and infer the feature spec of TFRecord files"
+    )
+    inspect.add_argument("path", help="a TFRecord file, a folder or a glob")
+    inspect.add_argument("--verbose", action="store_true", help="show all library logs")
+
+
+def _add_convert_parser(commands) -> None:
     convert = commands.add_parser(
         "convert", help="convert CSV, Parquet or an image folder into sharded TFRecords"
     )
@@ -51,6 +62,19 @@ def add_parsers(commands) -> None:
         "(default: label; every record names its class in class_name)",
     )
     convert.add_argument("--schema", help="CSV: schema.pbtxt giving column types")
+    _add_split_arguments(convert)
+    convert.add_argument(
+        "--max-bad-fraction",
+        type=float,
+        default=DEFAULT_MAX_BAD_FRACTION,
+        help="share of input that may be quarantined",
+    )
+    _add_engine_arguments(convert)
+    convert.add_argument("--beam-arg", action="append", default=[], metavar="ARG")
+    convert.add_argument("--verbose", action="store_true", help="show all library logs")
+
+
+def _add_split_arguments(convert: argparse.ArgumentParser) -> None:
     convert.add_argument(
         "--split",
         help="split names and weights, e.g. train=8,eval=2 (default: train=2,eval=1 until "
@@ -66,21 +90,18 @@ def add_parsers(commands) -> None:
     convert.add_argument(
         "--split-key", help="split on this column's hash, keeping rows that share it together"
     )
-    convert.add_argument(
-        "--max-bad-fraction",
-        type=float,
-        default=DEFAULT_MAX_BAD_FRACTION,
-        help="share of input that may be quarantined",
-    )
+
+
+def _add_engine_arguments(convert: argparse.ArgumentParser) -> None:
     convert.add_argument(
         "--engine",
-        choices=("beam", "spark"),
-        default="beam",
+        choices=ENGINES,
+        default=BEAM,
         help="beam (default: the --beam-arg runner) or spark (needs Java 17)",
     )
     convert.add_argument(
         "--spark-master",
-        default="local[*]",
+        default=DEFAULT_MASTER,
         help="spark: local[N], local-cluster[N,CORES,MB], spark://HOST:PORT or k8s://... "
         "(default local[*])",
     )
@@ -91,14 +112,6 @@ def add_parsers(commands) -> None:
         metavar="KEY=VALUE",
         help="spark: a session setting, e.g. spark.executor.memory=4g (repeatable)",
     )
-    convert.add_argument("--beam-arg", action="append", default=[], metavar="ARG")
-    convert.add_argument("--verbose", action="store_true", help="show all library logs")
-
-    inspect = commands.add_parser(
-        "inspect", help="count records and infer the feature spec of TFRecord files"
-    )
-    inspect.add_argument("path", help="a TFRecord file, a folder or a glob")
-    inspect.add_argument("--verbose", action="store_true", help="show all library logs")
 
 
 def _parse_splits(text: str) -> dict[str, int]:
@@ -118,7 +131,7 @@ def _check_engine(args: argparse.Namespace) -> dict[str, str]:
     from tfrecord_pipelines.cli.task_arguments import check_java_for_spark
     from tfrecord_pipelines.components.example_gen.spark import session
 
-    if args.engine != "spark":
+    if args.engine != SPARK:
         if args.spark_conf:
             raise ValueError("--spark-conf is for --engine spark.")
         return {}

@@ -248,11 +248,8 @@ def create_pipeline(
         if state_dir
         else _from_resolvers(config, example_gen, compare_to_latest_blessed)
     )
-    schema_gen = curated_schema or SchemaGen(statistics=statistics, infer_feature_shape=True)
+    schema_gen, example_validator = _schema_and_validation(curated_schema, statistics)
     schema = schema_gen.outputs[keys.SCHEMA_KEY]
-    example_validator = ExampleValidator(statistics=statistics, schema=schema).with_id(
-        EXAMPLE_VALIDATOR_ID
-    )
     transform, trainer = _transform_and_train(config, earlier, statistics, schema)
     judged, blessing = _judge_and_push(
         config,
@@ -263,25 +260,10 @@ def create_pipeline(
         compare_to_latest_blessed=compare_to_latest_blessed,
         publish_after_metadata=publish_after_metadata,
     )
-    components = [
-        example_gen,
-        schema_gen,
-        example_validator,
-        *earlier.nodes,
-        transform,
-        trainer,
-        *judged,
-    ]
+    checked = [example_gen, schema_gen, example_validator, *earlier.nodes]
+    components = [*checked, transform, trainer, *judged]
     if earlier.span_window:
-        components.append(
-            RecordRun(
-                examples=earlier.examples,
-                model=trainer.outputs[keys.MODEL_KEY],
-                blessing=blessing,
-                state_dir=state_dir,
-                analyzer_cache=transform.outputs[keys.UPDATED_ANALYZER_CACHE_KEY],
-            ).with_id(RECORD_RUN_ID)
-        )
+        components.append(_record_run(earlier, transform, trainer, blessing, state_dir))
     if last_task is not None:
         # Built before the Pipeline: TFX accepts only the nodes that exist when it is.
         components.append(last_task({c.id: c for c in components}))
@@ -293,6 +275,27 @@ def create_pipeline(
         beam_pipeline_args=list(beam_pipeline_args),
         enable_cache=enable_cache,
     )
+
+
+def _schema_and_validation(curated_schema, statistics) -> tuple:
+    """The schema (the curated one, or SchemaGen's inferred from the statistics) and the
+    ExampleValidator that holds the statistics to it."""
+    schema_gen = curated_schema or SchemaGen(statistics=statistics, infer_feature_shape=True)
+    example_validator = ExampleValidator(
+        statistics=statistics, schema=schema_gen.outputs[keys.SCHEMA_KEY]
+    ).with_id(EXAMPLE_VALIDATOR_ID)
+    return schema_gen, example_validator
+
+
+def _record_run(earlier, transform, trainer, blessing, state_dir: str) -> RecordRun:
+    """Kubeflow's window: the run's model, blessing and analyzer cache, into the daily state."""
+    return RecordRun(
+        examples=earlier.examples,
+        model=trainer.outputs[keys.MODEL_KEY],
+        blessing=blessing,
+        state_dir=state_dir,
+        analyzer_cache=transform.outputs[keys.UPDATED_ANALYZER_CACHE_KEY],
+    ).with_id(RECORD_RUN_ID)
 
 
 def _transform_and_train(config: PipelineConfig, earlier, statistics, schema) -> tuple:

@@ -141,8 +141,24 @@ def compile_for_kubeflow(
             f"window {config.window}: a window of spans on Kubeflow keeps its state in a "
             "folder the pods reach: give state_dir."
         )
+    pipeline = _kubeflow_pipeline(config, enable_cache, state_dir)
+    resources = trainer_resources or TrainerResources()
+    resource_spec = resources.to_resource_spec()
+    if resource_spec.ByteSize():  # an empty spec would still write `resources: {}`
+        trainer = next(c for c in pipeline.components if c.id == TRAINER_ID)
+        trainer.with_platform_config(resource_spec)
+    _write_pipeline_spec(pipeline, output_file, image, trainer_image)
+    _complete(output_file, config, state_dir)
+    if placements:
+        _append_platform_spec(output_file, placements)
+    return output_file
+
+
+def _kubeflow_pipeline(config: PipelineConfig, enable_cache: bool, state_dir: str | None):
+    """The pipeline as Kubeflow runs it: no Resolver, the span a run-time parameter, the
+    daily state in place of a window's Resolvers, the Reporter last."""
     with _module_file_by_path():
-        pipeline = create_pipeline(
+        return create_pipeline(
             config,
             _PIPELINE_ROOT_SET_AT_SUBMISSION,
             compare_to_latest_blessed=False,
@@ -154,11 +170,10 @@ def compile_for_kubeflow(
                 reporter_of, pipeline_name=config.name, images=config.source.is_images
             ),
         )
-    resources = trainer_resources or TrainerResources()
-    resource_spec = resources.to_resource_spec()
-    if resource_spec.ByteSize():  # an empty spec would still write `resources: {}`
-        trainer = next(c for c in pipeline.components if c.id == TRAINER_ID)
-        trainer.with_platform_config(resource_spec)
+
+
+def _write_pipeline_spec(pipeline, output_file: str, image: str, trainer_image: str) -> None:
+    """TFX's PipelineSpec of ``pipeline``, every task in ``image`` but the Trainer's."""
     runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
         config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
             default_image={_DEFAULT_IMAGE_KEY: image, TRAINER_ID: trainer_image},
@@ -169,10 +184,6 @@ def compile_for_kubeflow(
         output_filename=os.path.basename(output_file),
     )
     runner.run(pipeline, write_out=True)
-    _complete(output_file, config, state_dir)
-    if placements:
-        _append_platform_spec(output_file, placements)
-    return output_file
 
 
 @contextlib.contextmanager
