@@ -39,14 +39,20 @@ from tfrecord_pipelines.components.example_gen.convert import convert
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.local.beam_args import local_beam_args
 source, dest = sys.argv[1], sys.argv[2]
+options = dict(source_format="csv", sharding=ShardingOptions(), compression="gzip",
+               label_key="label")
 def cpu():
     own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 started_cpu, started = cpu(), time.monotonic()
-report = convert(source, dest, source_format="csv", sharding=ShardingOptions(),
-                 compression="gzip", label_key="label", beam_pipeline_args=local_beam_args())
-print(json.dumps({"wall": time.monotonic() - started, "cpu": cpu() - started_cpu,
-                  "rows": report["records_written"]}))
+try:
+    from tfrecord_pipelines.components.example_gen.settings import ExampleGenSettings
+except ImportError:  # --compare with a revision from before ExampleGenSettings (2026-11-28)
+    rows = convert(source, dest, **options, beam_pipeline_args=local_beam_args())["records_written"]
+else:
+    settings = ExampleGenSettings(**options)
+    rows = convert(source, dest, settings, beam_pipeline_args=local_beam_args()).records_written
+print(json.dumps({"wall": time.monotonic() - started, "cpu": cpu() - started_cpu, "rows": rows}))
 """
 
 

@@ -182,27 +182,38 @@ def _bare_chain(source: str, dest: str, compression: str) -> int:
     return rows
 
 
-def _convert(source: str, dest: str, source_format: str, compression: str, **engine) -> dict:
-    """Converts as the command line does; ``engine``: Beam arguments or the Spark engine's."""
+def _convert(
+    source: str,
+    dest: str,
+    source_format: str,
+    compression: str,
+    beam_pipeline_args: list[str] | None = None,
+    spark_master: str | None = None,
+) -> dict:
+    """Converts as the command line does: on Beam with ``beam_pipeline_args``, or on Spark's
+    ``spark_master``."""
     from tfrecord_pipelines.components.example_gen.convert import convert
+    from tfrecord_pipelines.components.example_gen.settings import (
+        ExampleGenSettings,
+        SparkOptions,
+    )
     from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 
-    report = convert(
-        source,
-        dest,
+    settings = ExampleGenSettings(
         source_format=source_format,
         sharding=ShardingOptions(num_readers=10 if source_format == "images" else None),
         compression=compression,
         label_key="label" if source_format != "images" else None,
-        overwrite=True,
-        **engine,
+        engine="spark" if spark_master else "beam",
+        spark=SparkOptions(master=spark_master),
     )
+    report = convert(source, dest, settings, overwrite=True, beam_pipeline_args=beam_pipeline_args)
     return {
-        "rows": report["records_written"],
-        "quarantined": report["quarantined_by_reason"],
+        "rows": report.records_written,
+        "quarantined": report.quarantined_by_reason,
         "shard_mib": {
-            name: [round(s["bytes"] / 2**20, 1) for s in split["shards"]]
-            for name, split in report["splits"].items()
+            name: [round(s.bytes / 2**20, 1) for s in split.shards]
+            for name, split in report.splits.items()
         },
     }
 
@@ -333,9 +344,7 @@ def _spark(source: str, dest: str, source_format: str, compression: str, master:
     with spark_session(master) as spark:
         _warm_workers(spark)
         startup, startup_cpu = time.monotonic() - started, _tree_cpu() - cpu_started
-        details = _convert(
-            source, dest, source_format, compression, engine="spark", spark_master=master
-        )
+        details = _convert(source, dest, source_format, compression, spark_master=master)
         seconds = time.monotonic() - started - startup
         cpu = _tree_cpu() - cpu_started - startup_cpu
         memory = _peak_rss_mb()

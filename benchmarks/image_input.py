@@ -43,6 +43,7 @@ from input_pipeline import _consume_on_accelerator, _count, _raw_ceiling  # noqa
 from PIL import Image, ImageDraw  # noqa: E402
 
 from tfrecord_pipelines.components.example_gen.convert import convert  # noqa: E402
+from tfrecord_pipelines.components.example_gen.settings import ExampleGenSettings  # noqa: E402
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions  # noqa: E402
 from tfrecord_pipelines.components.trainer import make_dataset  # noqa: E402
 from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding  # noqa: E402
@@ -198,15 +199,14 @@ def main() -> None:
     for compression in ("none", "gzip"):
         dest = os.path.join(args.work, f"shards-{compression}")
         started, cpu = time.monotonic(), time.process_time()
-        report = convert(
-            folder,
-            dest,
+        settings = ExampleGenSettings(
             source_format="images",
             sharding=ShardingOptions(num_readers=10),
             compression=compression,
-            splits={"train": 1},
-            beam_pipeline_args=local_beam_args(),
         )
+        report = convert(
+            folder, dest, settings, splits={"train": 1}, beam_pipeline_args=local_beam_args()
+        ).to_json()
         seconds = time.monotonic() - started
         split = report["splits"]["train"]
         shards[compression] = (os.path.join(dest, "Split-train", "*"), split)

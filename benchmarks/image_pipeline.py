@@ -107,22 +107,23 @@ def _plain_loop(folder: str, dest: str) -> int:
 
 def _convert(folder: str, dest: str, engine: str) -> int:
     from tfrecord_pipelines.components.example_gen.convert import convert
+    from tfrecord_pipelines.components.example_gen.settings import (
+        ExampleGenSettings,
+        SparkOptions,
+    )
     from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
     from tfrecord_pipelines.components.shard_compression import default_compression
     from tfrecord_pipelines.local.beam_args import local_beam_args
 
-    report = convert(
-        folder,
-        dest,
+    settings = ExampleGenSettings(
         source_format="images",
         sharding=ShardingOptions(num_readers=10),
         compression=default_compression(True),
-        beam_pipeline_args=local_beam_args(),
-        overwrite=True,
         engine=engine,
-        spark_master="local[2]",
+        spark=SparkOptions(master="local[2]"),
     )
-    return report["records_written"]
+    report = convert(folder, dest, settings, beam_pipeline_args=local_beam_args(), overwrite=True)
+    return report.records_written
 
 
 def _child(how: str, folder: str, dest: str) -> None:

@@ -238,3 +238,28 @@ def write_photo_tiles(
     if layout != "folders":
         (folder / "labels.csv").write_text("\n".join(rows) + "\n")
     return classes
+
+
+# convert()'s own arguments; the rest of a test's options are ExampleGenSettings'.
+_CONVERT_ARGUMENTS = ("schema_path", "splits", "split_key", "beam_pipeline_args", "overwrite")
+_CSV_OPTIONS = ("block_bytes", "encoding", "delimiter")
+_SPARK_OPTIONS = {"spark_master": "master", "spark_conf": "conf"}
+
+
+def convert_as_written(source, dest, **options) -> dict:
+    """Runs ``convert`` with ``options`` named flat (``delimiter``, ``spark_master``, ...), as
+    the tests set them; returns the shard plan as ``shard_plan.json`` holds it."""
+    from tfrecord_pipelines.components.example_gen.convert import convert
+    from tfrecord_pipelines.components.example_gen.settings import (
+        CsvOptions,
+        ExampleGenSettings,
+        SparkOptions,
+    )
+
+    arguments = {k: options.pop(k) for k in _CONVERT_ARGUMENTS if k in options}
+    csv_options = CsvOptions(**{k: options.pop(k) for k in _CSV_OPTIONS if k in options})
+    spark = {name: options.pop(k) for k, name in _SPARK_OPTIONS.items() if k in options}
+    settings = ExampleGenSettings(
+        **options, csv=csv_options, spark=SparkOptions(**{k: v for k, v in spark.items() if v})
+    )
+    return convert(str(source), str(dest), settings, **arguments).to_json()

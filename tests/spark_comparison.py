@@ -8,7 +8,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from tfrecord_pipelines.components.example_gen.convert import convert
+from example_data import convert_as_written
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.local.beam_args import local_beam_args
 
@@ -29,7 +29,7 @@ def convert_with(engine: str, source: Path, dest: Path, source_format: str, **ov
         spark_master=SPARK_MASTER,
     )
     settings.update(overrides)
-    return convert(str(source), str(dest), **settings).to_json()
+    return convert_as_written(source, dest, **settings)
 
 
 def records_by_split(out: Path) -> dict[str, collections.Counter]:

@@ -370,7 +370,7 @@ def test_the_pipeline_is_named_by_what_data_names(data, name):
 def test_a_damaged_compressed_file_keeps_its_rows_so_far_and_is_quarantined(tmp_path):
     """A truncated .csv.gz (a copy cut short): its whole rows before the damage are written,
     the file is one quarantined record naming why, and the other files convert whole."""
-    from tfrecord_pipelines.components.example_gen.convert import convert
+    from example_data import convert_as_written
     from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 
     (tmp_path / "logs").mkdir()
@@ -378,16 +378,16 @@ def test_a_damaged_compressed_file_keeps_its_rows_so_far_and_is_quarantined(tmp_
     (tmp_path / "logs" / "day-1.csv.gz").write_bytes(gzip.compress(text))
     damaged = gzip.compress(text)
     (tmp_path / "logs" / "day-2.csv.gz").write_bytes(damaged[: len(damaged) // 2])
-    report = convert(
-        str(tmp_path / "logs"),
-        str(tmp_path / "out"),
+    report = convert_as_written(
+        tmp_path / "logs",
+        tmp_path / "out",
         source_format=None,
         sharding=ShardingOptions(),
         compression="gzip",
         label_key=LABEL,
         max_bad_fraction=0.5,
         block_bytes=16 * 1024,
-    ).to_json()
+    )
     assert report["quarantined_by_reason"] == {"unreadable compressed file": 1}
     assert 20000 + 5000 < report["records_written"] < 40000
     (record,) = [

@@ -4,8 +4,7 @@ import json
 
 import pytest
 
-from example_data import PLANTED_BAD_ROWS, read_split, write_csv
-from tfrecord_pipelines.components.example_gen.convert import convert
+from example_data import PLANTED_BAD_ROWS, convert_as_written, read_split, write_csv
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.local.beam_args import local_beam_args
 
@@ -24,7 +23,7 @@ def _convert(source, dest, **overrides):
         beam_pipeline_args=IN_MEMORY,
     )
     settings.update(overrides)
-    return convert(str(source), str(dest), **settings).to_json()
+    return convert_as_written(source, dest, **settings)
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,13 @@ import pyarrow.parquet as pq
 import pytest
 import tensorflow as tf
 
-from example_data import read_split, trainer_decodes, write_corrupt_photos, write_images
-from tfrecord_pipelines.components.example_gen.convert import convert
+from example_data import (
+    convert_as_written,
+    read_split,
+    trainer_decodes,
+    write_corrupt_photos,
+    write_images,
+)
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.local.beam_args import local_beam_args
 
@@ -25,7 +30,7 @@ def _convert(source, dest, source_format, **overrides):
         beam_pipeline_args=IN_MEMORY,
     )
     settings.update(overrides)
-    return convert(str(source), str(dest), **settings).to_json()
+    return convert_as_written(source, dest, **settings)
 
 
 def _all_examples(out):

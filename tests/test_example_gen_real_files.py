@@ -13,8 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from example_data import read_split
-from tfrecord_pipelines.components.example_gen.convert import convert
+from example_data import convert_as_written, read_split
 from tfrecord_pipelines.components.example_gen.destination import DestinationInUse
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.local.beam_args import local_beam_args
@@ -65,7 +64,7 @@ def _convert(source, dest, **overrides):
         beam_pipeline_args=IN_MEMORY,
     )
     settings.update(overrides)
-    return convert(str(source), str(dest), **settings).to_json()
+    return convert_as_written(source, dest, **settings)
 
 
 def _examples(out: Path):

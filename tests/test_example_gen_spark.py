@@ -19,6 +19,7 @@ from spark_comparison import (
     convert_with,
     quarantined,
 )
+from tfrecord_pipelines.components.example_gen.settings import ExampleGenSettings, SparkOptions
 from tfrecord_pipelines.components.example_gen.spark.session import spark_session
 
 
@@ -171,12 +172,14 @@ def test_sharded_example_gen_on_spark_in_a_local_dag_run(spark, tmp_path):
 
     source = write_csv(tmp_path / "csv", rows=3000)
     component = ShardedExampleGen(
-        input_base=str(source),
-        sharding=SHARDING,
-        label_key="label",
-        max_bad_fraction=0.5,
-        engine="spark",
-        spark_master=SPARK_MASTER,
+        str(source),
+        ExampleGenSettings(
+            sharding=SHARDING,
+            label_key="label",
+            max_bad_fraction=0.5,
+            engine="spark",
+            spark=SparkOptions(master=SPARK_MASTER),
+        ),
     )
     LocalDagRunner().run(
         tfx_pipeline.Pipeline(

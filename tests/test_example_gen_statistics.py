@@ -17,6 +17,7 @@ from tfx.orchestration import metadata
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
 from tfrecord_pipelines.components.example_gen.component import ShardedExampleGen
+from tfrecord_pipelines.components.example_gen.settings import ExampleGenSettings
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.components.example_gen.statistics import stats_options
 from tfrecord_pipelines.components.image_folder import IMAGE_KEY
@@ -41,10 +42,10 @@ def _write_csv(folder) -> str:
 
 def _run(root, source: str, source_format: str, stats_options=None):
     example_gen = ShardedExampleGen(
-        input_base=source,
-        source_format=source_format,
-        sharding=ShardingOptions(num_readers=3),
-        label_key="label",
+        source,
+        ExampleGenSettings(
+            source_format=source_format, sharding=ShardingOptions(num_readers=3), label_key="label"
+        ),
     )
     statistics_gen = tfx.components.StatisticsGen(
         examples=example_gen.outputs["examples"], stats_options=stats_options

@@ -19,6 +19,7 @@ from example_data import read_split, write_csv, write_images
 from tfrecord_pipelines.components.data_source import CSV, IMAGES, PARQUET, DataSource
 from tfrecord_pipelines.components.example_gen import ShardedExampleGen
 from tfrecord_pipelines.components.example_gen.component import input_config_for
+from tfrecord_pipelines.components.example_gen.settings import ExampleGenSettings
 from tfrecord_pipelines.components.spans import (
     SpanPattern,
     date_of_span,
@@ -147,10 +148,9 @@ class _Runs:
 
     def run(self, name: str, source: DataSource, span: str | None = None, label="label"):
         example_gen = ShardedExampleGen(
-            input_base=source.input_base,
+            source.input_base,
+            ExampleGenSettings(source_format=source.format, label_key=label),
             input_config=input_config_for(source),
-            source_format=source.format,
-            label_key=label,
             span=span,
         )
         tfx.orchestration.LocalDagRunner().run(

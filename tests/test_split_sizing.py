@@ -6,8 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from example_data import write_csv
-from tfrecord_pipelines.components.example_gen.convert import convert
+from example_data import convert_as_written, write_csv
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.components.example_gen.shard_plan_report import ShardPlanReport
 from tfrecord_pipelines.components.example_gen.split_sizing import (
@@ -56,16 +55,16 @@ def source(tmp_path_factory):
 
 
 def _convert(source, dest, **overrides):
-    return convert(
-        str(source),
-        str(dest),
+    return convert_as_written(
+        source,
+        dest,
         source_format="csv",
         sharding=ShardingOptions(),
         compression="gzip",
         label_key="label",
         beam_pipeline_args=local_beam_args(),
         **overrides,
-    ).to_json()
+    )
 
 
 def test_a_capped_split_is_recorded_in_the_shard_plan(source, tmp_path):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -17,16 +16,13 @@ from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.data_source import open_source
 from tfrecord_pipelines.components.example_gen.component import Quarantine, input_config_for
 from tfrecord_pipelines.components.example_gen.destination import fresh_destination
-from tfrecord_pipelines.components.example_gen.engines import BEAM
 from tfrecord_pipelines.components.example_gen.executor import Executor
-from tfrecord_pipelines.components.example_gen.quarantine_limit import DEFAULT_MAX_BAD_FRACTION
-from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
+from tfrecord_pipelines.components.example_gen.settings import ExampleGenSettings
 from tfrecord_pipelines.components.example_gen.shard_plan_report import (
     ShardPlanReport,
     read_shard_plan,
 )
 from tfrecord_pipelines.components.example_gen.sources import DEFAULT_ENCODING
-from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
 
 QUARANTINE_DIR = "quarantine"
 
@@ -34,38 +30,27 @@ QUARANTINE_DIR = "quarantine"
 def convert(
     source: str,
     dest: str,
+    settings: ExampleGenSettings | None = None,
     *,
-    source_format: str | None,
-    sharding: ShardingOptions,
-    compression: str,
-    label_key: str | None = None,
-    max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION,
     schema_path: str | None = None,
     splits: Mapping[str, int] | None = None,
     split_key: str | None = None,
-    eval_rows: int | None = DEFAULT_EVAL_ROWS,
     beam_pipeline_args: list[str] | None = None,
-    block_bytes: int | None = None,
-    encoding: str | None = None,
-    delimiter: str | None = None,
     overwrite: bool = False,
-    engine: str = BEAM,
-    spark_master: str | None = None,
-    spark_conf: Mapping[str, str] | None = None,
 ) -> ShardPlanReport:
     """Converts ``source`` (a file, a glob or a folder) into ``dest/Split-<name>/`` shards,
-    as the component does.
+    as the component does, with the same ``settings``.
 
     Writes ``dest/shard_plan.json`` and quarantined input to ``dest/quarantine/``.
     ``dest`` appears complete or not at all (``destination.fresh_destination``);
-    one that already holds files is replaced only with ``overwrite``.
+    one that already holds files is replaced only with ``overwrite``. The
+    settings' format and CSV delimiter, when None, are found from the files.
     ``splits`` maps split names to hash-bucket weights (default: train and
-    eval, 2:1 until a third would pass ``eval_rows``, then about
-    ``eval_rows`` eval rows: ``split_sizing``); ``split_key`` hashes that
+    eval, 2:1 until a third would pass the settings' ``eval_rows``, then about
+    that many eval rows: ``split_sizing``); ``split_key`` hashes that
     feature instead of the whole example, so rows sharing a key stay in one
-    split. ``engine`` ``spark`` converts on
-    Spark (``spark_master``, default ``local[*]``, and ``spark_conf``
-    settings) instead of the Beam runner of ``beam_pipeline_args``.
+    split. The ``spark`` engine converts on Spark instead of the Beam runner
+    of ``beam_pipeline_args``.
 
     Returns:
       The shard plan report (also in dest/shard_plan.json).
@@ -74,10 +59,33 @@ def convert(
       ValueError: on bad input or settings (missing or empty source, too much
         quarantined input, a destination in use, ...); dest is left as it was.
     """
+    settings = settings or ExampleGenSettings()
     data = open_source(
-        source, source_format, delimiter=delimiter, encoding=encoding or DEFAULT_ENCODING
+        source,
+        settings.source_format,
+        delimiter=settings.csv.delimiter,
+        encoding=settings.csv.encoding or DEFAULT_ENCODING,
     )
     input_config = input_config_for(data)
+    output_config = _output_config(input_config, splits, split_key)
+    parameters = settings.parameters(default_format=data.format)
+    # Found from the files when not given, as the pipeline's command line does.
+    parameters[keys.DELIMITER_KEY] = data.delimiter
+    if splits or split_key:
+        parameters[keys.EVAL_ROWS_KEY] = None
+    exec_properties = {
+        keys.INPUT_BASE_KEY: data.input_base,
+        keys.INPUT_CONFIG_KEY: proto_utils.proto_to_json(input_config),
+        keys.OUTPUT_CONFIG_KEY: proto_utils.proto_to_json(output_config),
+        **parameters,
+    }
+    with fresh_destination(dest, overwrite=overwrite, in_place=QUARANTINE_DIR) as working:
+        _run_executor(working, dest, exec_properties, schema_path, beam_pipeline_args or [])
+    return read_shard_plan(dest)
+
+
+def _output_config(input_config, splits: Mapping[str, int] | None, split_key: str | None):
+    """The default train and eval splits, or ``splits`` by weight; split on ``split_key``."""
     output_config = utils.make_default_output_config(input_config)
     if splits:
         del output_config.split_config.splits[:]
@@ -85,35 +93,18 @@ def convert(
             output_config.split_config.splits.add(name=name, hash_buckets=weight)
     if split_key:
         output_config.split_config.partition_feature_name = split_key
-    if splits or split_key:
-        eval_rows = None
+    return output_config
+
+
+def _run_executor(
+    working: str, dest: str, exec_properties: dict, schema_path: str | None, beam_args: list
+) -> None:
+    """Runs ShardedExampleGen's executor into ``working``, its quarantine into ``dest``."""
     quarantine = Quarantine()
     quarantine.uri = os.path.join(dest, QUARANTINE_DIR)
-    exec_properties = {
-        keys.INPUT_BASE_KEY: data.input_base,
-        keys.INPUT_CONFIG_KEY: proto_utils.proto_to_json(input_config),
-        keys.OUTPUT_CONFIG_KEY: proto_utils.proto_to_json(output_config),
-        keys.SOURCE_FORMAT_KEY: data.format,
-        keys.TARGET_SHARD_BYTES_KEY: sharding.target_shard_bytes,
-        keys.NUM_READERS_KEY: sharding.num_readers,
-        keys.NUM_SHARDS_KEY: sharding.num_shards,
-        keys.COMPRESSION_KEY: compression,
-        keys.MAX_BAD_FRACTION_KEY: max_bad_fraction,
-        keys.LABEL_KEY: label_key,
-        keys.BLOCK_BYTES_KEY: block_bytes,
-        keys.ENCODING_KEY: encoding,
-        keys.DELIMITER_KEY: data.delimiter,
-        keys.ENGINE_KEY: engine,
-        keys.SPARK_MASTER_KEY: spark_master,
-        keys.SPARK_CONF_KEY: json.dumps(dict(spark_conf or {})),
-        keys.EVAL_ROWS_KEY: eval_rows,
-    }
-    with (
-        fresh_destination(dest, overwrite=overwrite, in_place=QUARANTINE_DIR) as working,
-        tempfile.TemporaryDirectory() as tmp,
-    ):
-        examples = standard_artifacts.Examples()
-        examples.uri = working
+    examples = standard_artifacts.Examples()
+    examples.uri = working
+    with tempfile.TemporaryDirectory() as tmp:
         input_dict = {}
         if schema_path:
             schema = standard_artifacts.Schema()
@@ -122,11 +113,10 @@ def convert(
             shutil.copy(schema_path, os.path.join(schema.uri, "schema.pbtxt"))
             input_dict[keys.SCHEMA_KEY] = [schema]
         context = base_beam_executor.BaseBeamExecutor.Context(
-            beam_pipeline_args=beam_pipeline_args or [], tmp_dir=os.path.join(tmp, "beam")
+            beam_pipeline_args=beam_args, tmp_dir=os.path.join(tmp, "beam")
         )
         Executor(context).Do(
             input_dict,
             {keys.EXAMPLES_KEY: [examples], keys.QUARANTINE_KEY: [quarantine]},
             exec_properties,
         )
-    return read_shard_plan(dest)

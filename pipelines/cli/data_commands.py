@@ -126,19 +126,19 @@ def _parse_splits(text: str) -> dict[str, int]:
     return splits
 
 
-def _check_engine(args: argparse.Namespace) -> dict[str, str]:
-    """Checks the Spark settings (and that Java is there) before any slow import."""
+def _check_engine(args: argparse.Namespace):
+    """The Spark settings, checked (and that Java is there) before any slow import."""
     from tfrecord_pipelines.cli.task_arguments import check_java_for_spark
+    from tfrecord_pipelines.components.example_gen.settings import SparkOptions
     from tfrecord_pipelines.components.example_gen.spark import session
 
     if args.engine != SPARK:
         if args.spark_conf:
             raise ValueError("--spark-conf is for --engine spark.")
-        return {}
-    session.check_master(args.spark_master)
-    conf = session.parse_conf(args.spark_conf)
+        return SparkOptions(master=args.spark_master)
+    spark = SparkOptions(master=args.spark_master, conf=session.parse_conf(args.spark_conf))
     check_java_for_spark()
-    return conf
+    return spark
 
 
 def run_convert(args: argparse.Namespace) -> None:
@@ -147,6 +147,7 @@ def run_convert(args: argparse.Namespace) -> None:
     from tfrecord_pipelines.cli.usage import UsageError
     from tfrecord_pipelines.components import filesystem
     from tfrecord_pipelines.components.data_source import check_encoding, check_label, open_source
+    from tfrecord_pipelines.components.example_gen.settings import CsvOptions, ExampleGenSettings
     from tfrecord_pipelines.components.example_gen.shard_plan import parse_size
     from tfrecord_pipelines.components.image_folder import class_id_key
     from tfrecord_pipelines.components.shard_compression import default_compression
@@ -169,9 +170,17 @@ def run_convert(args: argparse.Namespace) -> None:
     splits = _parse_splits(args.split) if args.split else None
     if args.eval_rows < 1:
         raise UsageError(f"--eval-rows must be at least 1, got {args.eval_rows}.")
-    sharding = sharding_from_args(args)
-    block_bytes = parse_size(args.block_size)
-    spark_conf = _check_engine(args)
+    settings = ExampleGenSettings(
+        source_format=source.format,
+        label_key=args.label,
+        sharding=sharding_from_args(args),
+        compression=args.compression or default_compression(source.is_images),
+        max_bad_fraction=args.max_bad_fraction,
+        eval_rows=args.eval_rows,
+        csv=CsvOptions(parse_size(args.block_size), args.encoding, source.delimiter),
+        engine=args.engine,
+        spark=_check_engine(args),
+    )
     dest = os.path.abspath(args.dest)
     check_writable(dest)
     from tfrecord_pipelines.components.example_gen.convert import convert
@@ -183,23 +192,12 @@ def run_convert(args: argparse.Namespace) -> None:
         report = convert(
             args.source,
             dest,
-            source_format=source.format,
-            delimiter=source.delimiter,
-            sharding=sharding,
-            compression=args.compression or default_compression(source.is_images),
-            label_key=args.label,
-            max_bad_fraction=args.max_bad_fraction,
+            settings,
             schema_path=args.schema,
             splits=splits,
             split_key=args.split_key,
-            eval_rows=args.eval_rows,
             beam_pipeline_args=local_beam_args(args.beam_arg),
-            block_bytes=block_bytes,
-            encoding=args.encoding,
             overwrite=args.overwrite,
-            engine=args.engine,
-            spark_master=args.spark_master,
-            spark_conf=spark_conf,
         )
     except Exception as e:
         check_disk_full(e, dest)

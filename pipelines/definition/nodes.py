@@ -21,6 +21,11 @@ from tfrecord_pipelines.components.data_source import DataSource
 from tfrecord_pipelines.components.evaluator.component import Evaluator
 from tfrecord_pipelines.components.example_gen import ShardedExampleGen
 from tfrecord_pipelines.components.example_gen.component import input_config_for
+from tfrecord_pipelines.components.example_gen.settings import (
+    CsvOptions,
+    ExampleGenSettings,
+    SparkOptions,
+)
 from tfrecord_pipelines.components.pusher.component import Pusher
 from tfrecord_pipelines.components.pusher.on_drift import BLOCK
 from tfrecord_pipelines.components.task import Task, vocabulary_name
@@ -81,19 +86,20 @@ def example_gen(
       schema: a curated schema's channel, which types the CSV columns; None:
         types inferred.
     """
-    return ShardedExampleGen(
-        input_base=source.input_base,
-        input_config=input_config_for(source),
+    settings = ExampleGenSettings(
         source_format=source.format,
-        sharding=ingest.sharding(),
-        compression=ingest.compression_for(source),
-        encoding=ingest.encoding,
-        delimiter=source.delimiter,
-        engine=ingest.engine,
-        spark_master=ingest.spark_master,
-        spark_conf=dict(ingest.spark_conf) or None,
         label_key=label,
         categorical_label=categorical_label,
+        sharding=ingest.sharding(),
+        compression=ingest.compression_for(source),
+        csv=CsvOptions(encoding=ingest.encoding, delimiter=source.delimiter),
+        engine=ingest.engine,
+        spark=SparkOptions(master=ingest.spark_master, conf=dict(ingest.spark_conf)),
+    )
+    return ShardedExampleGen(
+        source.input_base,
+        settings,
+        input_config=input_config_for(source),
         schema=schema,
         code_version=code_version.code_version(code_version.EXAMPLE_GEN_CODE),
         span=span,

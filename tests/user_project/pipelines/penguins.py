@@ -14,13 +14,14 @@ import sys
 from tfx import v1 as tfx
 
 from tfrecord_pipelines.components.example_gen import ShardedExampleGen
+from tfrecord_pipelines.components.example_gen.settings import ExampleGenSettings
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 
 
 def create_pipeline(data_dir: str, pipeline_root: str) -> tfx.dsl.Pipeline:
     """ShardedExampleGen -> SchemaGen -> Trainer (the user's run_fn)."""
     example_gen = ShardedExampleGen(
-        input_base=data_dir, label_key="species", sharding=ShardingOptions(num_readers=4)
+        data_dir, ExampleGenSettings(label_key="species", sharding=ShardingOptions(num_readers=4))
     )
     schema = tfx.components.SchemaGen(statistics=example_gen.outputs["statistics"])
     trainer = tfx.components.Trainer(
