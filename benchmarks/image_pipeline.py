@@ -251,7 +251,7 @@ def _input_rate(output: str) -> tuple[float, float]:
 
     import tensorflow as tf
 
-    from tfrecord_pipelines.components.trainer import make_dataset
+    from tfrecord_pipelines.components.trainer import InputOptions, make_dataset
     from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
     from tfrecord_pipelines.components.trainer.image_sizing import sample_images
 
@@ -265,7 +265,7 @@ def _input_rate(output: str) -> tuple[float, float]:
     )
     dataset = make_dataset(
         os.path.join(split, "*"), spec, 64, training=False, num_epochs=1, image=decoding,
-        device=None,
+        options=InputOptions(device=None),
     )  # fmt: skip
     started, cpu = time.monotonic(), time.process_time()
     images = int(dataset.reduce(tf.constant(0, tf.int64), lambda n, b: n + tf.shape(

@@ -43,7 +43,9 @@ from tfx_bsl.coders import example_coder  # noqa: E402
 from tfx_bsl.public import tfxio  # noqa: E402
 
 from tfrecord_pipelines.components.trainer import feature_spec_from_schema, make_dataset  # noqa: E402
-from tfrecord_pipelines.components.trainer.dataset import DEFAULT_READ_BLOCK_SIZE  # noqa: E402
+from tfrecord_pipelines.components.trainer.input_options import (  # noqa: E402
+    DEFAULT_READ_BLOCK_SIZE,
+)
 
 LABEL = "label"
 

@@ -141,6 +141,7 @@ def _input_child(raw: str, graph: str, copy: str, batch_size: str) -> None:
 
     from tfrecord_pipelines.components.task import transformed_name
     from tfrecord_pipelines.components.trainer.dataset import list_files, make_dataset
+    from tfrecord_pipelines.components.trainer.input_options import InputOptions
     from tfrecord_pipelines.local.component_costs import process_cpu_seconds
 
     output = tft.TFTransformOutput(graph)
@@ -158,7 +159,11 @@ def _input_child(raw: str, graph: str, copy: str, batch_size: str) -> None:
     results = {}
     for name, source in sources.items():
         dataset = make_dataset(
-            batch_size=int(batch_size), num_epochs=1, label_key=label, device=None, **source
+            batch_size=int(batch_size),
+            num_epochs=1,
+            label_key=label,
+            options=InputOptions(device=None),
+            **source,
         )
         started, cpu_started, examples = time.monotonic(), process_cpu_seconds(), 0
         for _, labels in dataset:

@@ -32,12 +32,13 @@ import json, sys
 from tfrecord_pipelines.components import object_stores
 object_stores.configure(sys.argv[1:])
 from tfrecord_pipelines.components.tfrecord_inspect import inspect_records
-from tfrecord_pipelines.components.trainer import make_dataset
+from tfrecord_pipelines.components.trainer import InputOptions, make_dataset
 
 split = sys.argv[1]
 inspection = inspect_records(split)
 spec = {name: feature.to_tf() for name, feature in inspection.feature_spec.items()}
-batches = make_dataset(f"{split}/*", spec, 64, training=False, num_epochs=1, compression="GZIP")
+options = InputOptions(compression="GZIP")
+batches = make_dataset(f"{split}/*", spec, 64, training=False, num_epochs=1, options=options)
 rows = sum(int(batch["species"].shape[0]) for batch in batches)
 print(json.dumps({"inspected": inspection.records, "read": rows, "files": len(inspection.files)}))
 """

@@ -24,6 +24,7 @@ from tfrecord_pipelines.components.trainer.data_service import (
     registered_workers,
 )
 from tfrecord_pipelines.components.trainer.dataset import make_dataset
+from tfrecord_pipelines.components.trainer.input_options import InputOptions
 
 SPEC = {"id": tf.io.FixedLenFeature([], tf.int64), "x": tf.io.FixedLenFeature([], tf.float32)}
 
@@ -63,7 +64,12 @@ def servers(tmp_path):
 
 def _dataset(pattern: str, service: DataService | None, batch_size: int = 32):
     return make_dataset(
-        pattern, SPEC, batch_size, num_epochs=1, device=None, data_service=service, seed=1
+        pattern,
+        SPEC,
+        batch_size,
+        num_epochs=1,
+        options=InputOptions(device=None, seed=1),
+        data_service=service,
     )
 
 

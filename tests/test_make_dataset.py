@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from tfrecord_pipelines.components.trainer import feature_spec_from_schema, make_dataset
+from tfrecord_pipelines.components.trainer.input_options import InputOptions
 
 FEATURE_SPEC = {
     "id": tf.io.FixedLenFeature([], tf.int64),
@@ -90,7 +91,11 @@ def test_any_read_block_size_gives_every_example_in_full_batches(shards, read_bl
     # 7 divides neither the batch nor a shard (53 records); 100 exceeds a shard.
     pattern, compression = shards
     dataset = make_dataset(
-        pattern, FEATURE_SPEC, 32, num_epochs=1, read_block_size=read_block_size, seed=3
+        pattern,
+        FEATURE_SPEC,
+        32,
+        num_epochs=1,
+        options=InputOptions(read_block_size=read_block_size, seed=3),
     )
     # Training parses batches out of order: the short batch may come before the last.
     sizes = sorted((int(batch["id"].shape[0]) for batch in dataset), reverse=True)
@@ -150,7 +155,9 @@ def test_drop_remainder_gives_full_batches_only(shards):
     pattern, _ = shards
     sizes = [
         int(batch["id"].shape[0])
-        for batch in make_dataset(pattern, FEATURE_SPEC, 32, num_epochs=1, drop_remainder=True)
+        for batch in make_dataset(
+            pattern, FEATURE_SPEC, 32, num_epochs=1, options=InputOptions(drop_remainder=True)
+        )
     ]
     assert sizes == [32] * (SHARDS * PER_SHARD // 32)
 
@@ -182,14 +189,16 @@ def test_mixed_compression_needs_an_explicit_setting(tmp_path):
         ({"batch_size": 0}, "batch_size must be at least 1, got 0"),
         ({"num_epochs": 0}, "num_epochs must be at least 1"),
         ({"label_key": "price"}, "label_key 'price' is not in the feature spec"),
-        ({"compression": "lz4"}, "compression must be GZIP, ZLIB, NONE"),
-        ({"read_block_size": 0}, "read_block_size must be at least 1, got 0"),
+        ({"options": {"compression": "lz4"}}, "compression must be GZIP, ZLIB, NONE"),
+        ({"options": {"read_block_size": 0}}, "read_block_size must be at least 1, got 0"),
     ],
 )
 def test_bad_arguments_are_named(shards, kwargs, message):
     pattern, _ = shards
     arguments = {"batch_size": 8, **kwargs}
     with pytest.raises(ValueError, match=message):
+        if "options" in arguments:  # InputOptions checks its own settings as it is made
+            arguments["options"] = InputOptions(**arguments["options"])
         make_dataset(pattern, FEATURE_SPEC, **arguments)
 
 

@@ -11,6 +11,7 @@ from PIL import Image
 
 from tfrecord_pipelines.components.trainer import make_dataset
 from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
+from tfrecord_pipelines.components.trainer.input_options import InputOptions
 
 SPEC = {
     "image": tf.io.FixedLenFeature([1], tf.string),
@@ -129,7 +130,7 @@ def test_training_yields_every_image_each_epoch_augmented(shards, images, cache)
         training=True,
         num_epochs=3,
         cache=cache,
-        seed=1,
+        options=InputOptions(seed=1),
         image=decoding,
         label_key="id",
     )

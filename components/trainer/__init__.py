@@ -2,11 +2,12 @@
 
 ``tfrecord_pipelines.components.trainer.make_dataset`` is the project's tf.data input pipeline
 over sharded TFRecords; it needs only TensorFlow, so other pipelines can
-reuse it. ``feature_spec_from_schema`` derives its feature spec from a schema.
-``DataService`` moves its work onto tf.data service workers.
+reuse it, tuned by an ``InputOptions``. ``feature_spec_from_schema`` derives
+its feature spec from a schema. ``DataService`` moves its work onto tf.data
+service workers.
 """
 
-__all__ = ["DataService", "feature_spec_from_schema", "make_dataset"]
+__all__ = ["DataService", "InputOptions", "feature_spec_from_schema", "make_dataset"]
 
 
 def __getattr__(name: str):
@@ -16,6 +17,10 @@ def __getattr__(name: str):
         from tfrecord_pipelines.components.trainer.data_service import DataService
 
         return DataService
+    if name == "InputOptions":
+        from tfrecord_pipelines.components.trainer.input_options import InputOptions
+
+        return InputOptions
     if name in __all__:
         from tfrecord_pipelines.components.trainer import dataset
 

@@ -49,6 +49,7 @@ together, use smaller blocks, down to 1 (record-level shuffling, slower).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 
@@ -57,16 +58,13 @@ import tensorflow as tf
 from tfrecord_pipelines.components.trainer import image_stage
 from tfrecord_pipelines.components.trainer.data_service import WORKER_READS, DataService, distribute
 from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
+from tfrecord_pipelines.components.trainer.input_options import AUTO, InputOptions
 
-COMPRESSION_TYPES = ("GZIP", "ZLIB", "")
 # Shards read at once, at most: enough to hide storage latency on a GPU node
 # (object stores included) while each open reader keeps only a small buffer.
 MAX_PARALLEL_READS = 64
-# Consecutive records a reader hands over at once (see the module docstring).
-DEFAULT_READ_BLOCK_SIZE = 16
 # Cached batches are reshuffled within a window of this many batches.
 CACHED_BATCH_SHUFFLE_WINDOW = 64
-AUTO = "auto"
 
 FeatureSpec = Mapping[str, tf.io.FixedLenFeature | tf.io.VarLenFeature | tf.io.RaggedFeature]
 Features = dict[str, tf.Tensor | tf.SparseTensor | tf.RaggedTensor]
@@ -107,17 +105,12 @@ def infer_compression(files: Sequence[str]) -> str:
     )
 
 
-def _check_compression(compression: str | None, files: Sequence[str]) -> str:
+def _compression_type(compression: str | None, files: Sequence[str]) -> str:
+    """TFRecordDataset's compression type: the one asked for (checked by InputOptions), or
+    the files'."""
     if compression is None:
         return infer_compression(files)
-    compression = compression.upper()
-    if compression == "NONE":
-        return ""
-    if compression not in COMPRESSION_TYPES:
-        raise ValueError(
-            f"compression must be GZIP, ZLIB, NONE or None (inferred), got {compression!r}."
-        )
-    return compression
+    return "" if compression.upper() == "NONE" else compression.upper()
 
 
 def _default_device() -> str | None:
@@ -137,14 +130,9 @@ def make_dataset(
     *,
     training: bool = True,
     label_key: str | None = None,
-    compression: str | None = None,
     num_epochs: int | None = None,
     cache: str | None = None,
-    shuffle_buffer_size: int | None = None,
-    read_block_size: int = DEFAULT_READ_BLOCK_SIZE,
-    drop_remainder: bool = False,
-    seed: int | None = None,
-    device: str | None = AUTO,
+    options: InputOptions | None = None,
     transform: Callable[[Features], Features] | None = None,
     image: ImageDecoding | None = None,
     data_service: DataService | None = None,
@@ -162,8 +150,6 @@ def make_dataset(
         pass yields the same batches in the same order.
       label_key: if given, elements are ``(features, label)`` with the label
         taken out of the features; otherwise the features dict alone.
-      compression: "GZIP", "ZLIB" or "NONE"; None infers it from the file
-        names (.gz is GZIP).
       num_epochs: passes over the data; None repeats forever (give Keras
         ``steps_per_epoch``).
       cache: None: no cache, every epoch reads and parses again. "memory":
@@ -171,18 +157,8 @@ def make_dataset(
         that fits). Any other string: a file path prefix on fast local disk
         for a cache that outlives memory; it must not hold a cache of other
         data. The first pass must run to its end for the cache to be kept.
-      shuffle_buffer_size: serialized records in the training shuffle buffer;
-        None: 8 batches. Bigger mixes better and costs memory.
-      read_block_size: consecutive records each shard reader hands over at
-        once, and the unit the training shuffle moves. Larger is faster
-        (less tf.data overhead per record); 1 shuffles single records.
-      drop_remainder: drop the last, smaller batch of each pass (static batch
-        shape, e.g. for XLA or TPUs).
-      seed: seeds the shuffles, for a reproducible training order.
-      device: where to prefetch batches: "auto" prefetches onto the first GPU
-        when one is visible and no multi-replica strategy is active (Keras
-        then distributes the dataset itself); None keeps them on the host;
-        or a device name such as "/GPU:0".
+      options: compression, shuffling, read blocks, the last batch, the seed
+        and the prefetch device (``input_options.InputOptions``); None: its defaults.
       transform: applied to each batch of parsed features (a dict) before
         the label is taken out, in the parallel parse stage: e.g. a
         ``TFTransformOutput.transform_features_layer()`` over raw examples.
@@ -197,40 +173,71 @@ def make_dataset(
 
     Raises:
       ValueError: if the pattern is empty or matches no file, the compression
-        is unknown or cannot be inferred, batch_size, num_epochs or
-        read_block_size is below 1, label_key (or the image feature) is
-        not in feature_spec (checked only without a transform), or
-        data_service is given for evaluation, with a cache, or for a
-        pipeline that calls Python.
+        cannot be inferred, batch_size or num_epochs is below 1, label_key (or
+        the image feature) is not in feature_spec (checked only without a
+        transform), or data_service is given for evaluation, with a cache, or
+        for a pipeline that calls Python.
     """
+    options = options or InputOptions()
     _check_arguments(
-        feature_spec,
-        batch_size,
-        read_block_size,
-        num_epochs,
-        label_key=label_key,
-        image=image,
-        transform=transform,
-        cache=cache,
-        training=training,
-        data_service=data_service,
-    )
+        feature_spec, batch_size, num_epochs, label_key, image, transform, cache, training,
+        data_service,
+    )  # fmt: skip
     files = list_files(file_pattern)
-    dataset = _record_blocks(
-        files,
-        _check_compression(compression, files),
-        read_block_size,
-        training=training,
-        seed=seed,
-        on_workers=data_service is not None,
+    batching = _Batching(
+        batch_size,
+        label_key,
+        options,
+        training,
+        None if not cache else "" if cache == "memory" else _cache_path(cache),
+        num_epochs,
     )
-    if not cache:
+    compression = _compression_type(options.compression, files)
+    dataset = _record_blocks(
+        files, compression, options, training=training, on_workers=data_service is not None
+    )
+    dataset = _repeated_and_shuffled(dataset, batching)
+    parse = _parser(feature_spec, transform)
+    if image:
+        dataset = _decoded_images(dataset, parse, image, batching)
+    else:
+        dataset = _parsed_batches(dataset, parse, batching)
+    return _prefetch(_served(dataset, data_service, num_epochs), options.device)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Batching:
+    """How blocks of records become batches (``make_dataset``'s arguments); ``cache_path``
+    ``""`` caches in memory, None not at all."""
+
+    batch_size: int
+    label_key: str | None
+    options: InputOptions
+    training: bool
+    cache_path: str | None
+    num_epochs: int | None
+
+    def split(self, features: Features):
+        return split_label(features, self.label_key)
+
+
+def _repeated_and_shuffled(dataset: tf.data.Dataset, batching: _Batching) -> tf.data.Dataset:
+    """Blocks repeated for the epochs (unless cached: the cache repeats) and, when training,
+    shuffled as bytes."""
+    if batching.cache_path is None:
         # Repeated here, not on the shard list: an endless shard list halved
         # the interleave's throughput (measured: 71k against 110k examples/s).
-        dataset = dataset.repeat(num_epochs)
-    if training:
-        blocks = (shuffle_buffer_size or 8 * batch_size) // read_block_size
-        dataset = dataset.shuffle(max(blocks, 2), seed=seed)
+        dataset = dataset.repeat(batching.num_epochs)
+    if batching.training:
+        options = batching.options
+        blocks = options.shuffle_records(batching.batch_size) // options.read_block_size
+        dataset = dataset.shuffle(max(blocks, 2), seed=options.seed)
+    return dataset
+
+
+def _parser(feature_spec: FeatureSpec, transform) -> Callable[[tf.Tensor], Features]:
+    """Parses a batch of serialized records with one ``tf.io.parse_example``, then
+    ``transform``s it."""
     spec = dict(feature_spec)
 
     # Plain graph code, not converted by AutoGraph (a transform layer's code with it).
@@ -239,40 +246,54 @@ def make_dataset(
         features = tf.io.parse_example(serialized, spec)
         return transform(features) if transform else features
 
-    cache_path = None if not cache else "" if cache == "memory" else _cache_path(cache)
-    if image:
-        dataset = image_stage.decoded_batches(
+    return parse
+
+
+def _parsed_batches(dataset: tf.data.Dataset, parse, batching: _Batching) -> tf.data.Dataset:
+    """Blocks of records rebatched, parsed a batch at a time in parallel, cached when asked."""
+    options = batching.options
+    dataset = dataset.rebatch(batching.batch_size, drop_remainder=options.drop_remainder)
+    dataset = dataset.map(
+        lambda serialized: batching.split(parse(serialized)),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=not batching.training,
+    )
+    if batching.cache_path is not None:
+        dataset = _cached(
             dataset,
-            parse,
-            image,
-            batch_size,
-            training=training,
-            split=lambda features: split_label(features, label_key),
-            num_epochs=num_epochs,
-            cache=cache_path,
-            shuffle_buffer_size=shuffle_buffer_size or 8 * batch_size,
-            block_size=read_block_size,
-            drop_remainder=drop_remainder,
-            seed=seed,
+            batching.cache_path,
+            training=batching.training,
+            seed=options.seed,
+            epochs=batching.num_epochs,
         )
-    else:
-        dataset = dataset.rebatch(batch_size, drop_remainder=drop_remainder)
-        dataset = dataset.map(
-            lambda serialized: split_label(parse(serialized), label_key),
-            num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=not training,
-        )
-        if cache_path is not None:
-            dataset = _cached(dataset, cache_path, training=training, seed=seed, epochs=num_epochs)
-    return _prefetch(_served(dataset, data_service, num_epochs), device)
+    return dataset
+
+
+def _decoded_images(
+    dataset: tf.data.Dataset, parse, image: ImageDecoding, batching: _Batching
+) -> tf.data.Dataset:
+    """Blocks of records parsed and their images decoded (``image_stage``), then batched."""
+    options = batching.options
+    return image_stage.decoded_batches(
+        dataset,
+        parse,
+        image,
+        batching.batch_size,
+        training=batching.training,
+        split=batching.split,
+        num_epochs=batching.num_epochs,
+        cache=batching.cache_path,
+        shuffle_buffer_size=options.shuffle_records(batching.batch_size),
+        block_size=options.read_block_size,
+        drop_remainder=options.drop_remainder,
+        seed=options.seed,
+    )
 
 
 def _check_arguments(
     feature_spec: FeatureSpec,
     batch_size: int,
-    read_block_size: int,
     num_epochs: int | None,
-    *,
     label_key: str | None,
     image: ImageDecoding | None,
     transform,
@@ -283,8 +304,6 @@ def _check_arguments(
     """``make_dataset``'s argument checks (its Raises)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
-    if read_block_size < 1:
-        raise ValueError(f"read_block_size must be at least 1, got {read_block_size}.")
     if num_epochs is not None and num_epochs < 1:
         raise ValueError(f"num_epochs must be at least 1 or None (forever), got {num_epochs}.")
     for role, key in (("label_key", label_key), ("image feature", image and image.feature)):
@@ -307,20 +326,19 @@ def _check_arguments(
 def _record_blocks(
     files: list[str],
     compression_type: str,
-    read_block_size: int,
+    options: InputOptions,
     *,
     training: bool,
-    seed: int | None,
     on_workers: bool,
 ) -> tf.data.Dataset:
     """Blocks of ``read_block_size`` serialized records, read from the shards in parallel
     (the shard order reshuffled each epoch when training)."""
     dataset = tf.data.Dataset.from_tensor_slices(files)
     if training:
-        dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+        dataset = dataset.shuffle(len(files), seed=options.seed, reshuffle_each_iteration=True)
     return dataset.interleave(
         lambda path: tf.data.TFRecordDataset(path, compression_type=compression_type).batch(
-            read_block_size
+            options.read_block_size
         ),
         cycle_length=min(len(files), WORKER_READS if on_workers else MAX_PARALLEL_READS),
         num_parallel_calls=tf.data.AUTOTUNE,

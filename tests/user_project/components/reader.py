@@ -3,7 +3,11 @@
 import json
 import os
 
-from tfrecord_pipelines.components.trainer import feature_spec_from_schema, make_dataset
+from tfrecord_pipelines.components.trainer import (
+    InputOptions,
+    feature_spec_from_schema,
+    make_dataset,
+)
 
 
 def run_fn(fn_args):  # TFX Trainer entry point
@@ -18,7 +22,7 @@ def run_fn(fn_args):  # TFX Trainer entry point
             training=False,
             label_key="species",
             num_epochs=1,
-            compression="GZIP",
+            options=InputOptions(compression="GZIP"),
         )
         read[split] = sum(int(labels.shape[0]) for _, labels in dataset)
     os.makedirs(fn_args.model_run_dir, exist_ok=True)
