@@ -111,8 +111,8 @@ def _convert(folder: str, dest: str, engine: str) -> int:
         ExampleGenSettings,
         SparkOptions,
     )
+    from tfrecord_pipelines.components.example_gen.shard_compression import default_compression
     from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
-    from tfrecord_pipelines.components.shard_compression import default_compression
     from tfrecord_pipelines.local.beam_args import local_beam_args
 
     settings = ExampleGenSettings(

@@ -29,9 +29,9 @@ _ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 # prints the rows inspected and read, and the file count.
 READ_SHARDS = """
 import json, sys
-from tfrecord_pipelines.components import object_stores
+from tfrecord_pipelines.components.storage import object_stores
 object_stores.configure(sys.argv[1:])
-from tfrecord_pipelines.components.tfrecord_inspect import inspect_records
+from tfrecord_pipelines.components.tfrecords.inspection import inspect_records
 from tfrecord_pipelines.components.trainer import InputOptions, make_dataset
 
 split = sys.argv[1]

@@ -132,7 +132,7 @@ def test_the_cli_checks_a_bad_folder_without_importing_tensorflow(tmp_path):
 
 
 def test_hidden_entries_are_ignored_and_files_not_named_like_images_skipped(tmp_path):
-    from tfrecord_pipelines.components import image_folder
+    from tfrecord_pipelines.components.data_source import image_folder
 
     written = write_images(tmp_path)
     (tmp_path / ".ipynb_checkpoints").mkdir()
@@ -159,7 +159,7 @@ def test_hidden_entries_are_ignored_and_files_not_named_like_images_skipped(tmp_
     ],
 )  # fmt: skip
 def test_a_labels_file_names_classes_with_or_without_class_names(tmp_path, labels, classes):
-    from tfrecord_pipelines.components import image_folder
+    from tfrecord_pipelines.components.data_source import image_folder
 
     (tmp_path / "labels.csv").write_text(labels)
     assert data_source.open_source(str(tmp_path)).format == "images"
@@ -170,7 +170,7 @@ def test_a_labels_file_names_classes_with_or_without_class_names(tmp_path, label
 
 
 def test_an_image_records_class_id_key_leaves_the_class_name_alone():
-    from tfrecord_pipelines.components import image_folder
+    from tfrecord_pipelines.components.data_source import image_folder
 
     assert image_folder.class_id_key(None) == "label"
     # The class by name is what a pipeline's model learns; every record holds it.

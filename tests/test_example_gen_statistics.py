@@ -16,11 +16,11 @@ from tfx import v1 as tfx
 from tfx.orchestration import metadata
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
+from tfrecord_pipelines.components.data_source.image_folder import IMAGE_KEY
 from tfrecord_pipelines.components.example_gen.component import ShardedExampleGen
 from tfrecord_pipelines.components.example_gen.settings import ExampleGenSettings
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.components.example_gen.statistics import stats_options
-from tfrecord_pipelines.components.image_folder import IMAGE_KEY
 from tfrecord_pipelines.local.beam_args import local_beam_args
 
 ROWS = 5_000

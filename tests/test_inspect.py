@@ -10,7 +10,7 @@ import tensorflow as tf
 from conftest import run_cli
 from example_data import write_csv
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions, plan_shards
-from tfrecord_pipelines.components.tfrecord_inspect import format_spec, inspect_records
+from tfrecord_pipelines.components.tfrecords.inspection import format_spec, inspect_records
 
 
 def _write(path, examples, compression=""):

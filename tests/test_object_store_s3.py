@@ -82,7 +82,7 @@ def test_a_windowed_run_reads_each_span_from_the_bucket(windowed_run):
 
 _PUSH = """
 import json, sys
-from tfrecord_pipelines.components import object_stores
+from tfrecord_pipelines.components.storage import object_stores
 object_stores.configure()
 from tfx.types import standard_artifacts
 from tfrecord_pipelines.components.pusher.executor import Executor

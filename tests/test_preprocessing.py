@@ -10,7 +10,7 @@ import tensorflow_transform.beam as tft_beam
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
 from tfrecord_pipelines.components.data_source.column_types import ColumnType
-from tfrecord_pipelines.components.label_values import class_name
+from tfrecord_pipelines.components.data_source.label_values import class_name
 from tfrecord_pipelines.components.task import Task
 from tfrecord_pipelines.components.transform import preprocessing_fn
 

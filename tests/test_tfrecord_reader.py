@@ -3,7 +3,7 @@
 import pytest
 import tensorflow as tf
 
-from tfrecord_pipelines.components.tfrecord_reader import CorruptRecordFile, read_records
+from tfrecord_pipelines.components.tfrecords.reader import CorruptRecordFile, read_records
 
 RECORDS = [b"", b"one", b"x" * 70_000, bytes(range(256))]
 

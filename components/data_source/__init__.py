@@ -24,11 +24,11 @@ import codecs
 import dataclasses
 import posixpath
 
-from tfrecord_pipelines.components import filesystem, image_folder
-from tfrecord_pipelines.components.data_source import csv_dialect, files, partitions
+from tfrecord_pipelines.components.data_source import csv_dialect, files, image_folder, partitions
 from tfrecord_pipelines.components.data_source.csv_dialect import read_header
 from tfrecord_pipelines.components.data_source.files import CSV, IMAGES, PARQUET
 from tfrecord_pipelines.components.spans import SpanPattern
+from tfrecord_pipelines.components.storage import filesystem
 
 __all__ = ["CSV", "FORMATS", "IMAGES", "PARQUET", "DataSource", "open_source", "read_header"]
 

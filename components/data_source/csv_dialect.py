@@ -20,9 +20,9 @@ import io
 import sys
 from collections.abc import Iterator
 
-from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.data_source import files as data_files
 from tfrecord_pipelines.components.data_source.csv_records import split_records
+from tfrecord_pipelines.components.storage import filesystem
 
 DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
 DEFAULT_DELIMITER = ","

@@ -17,7 +17,8 @@ import dataclasses
 import glob as _glob
 import posixpath
 
-from tfrecord_pipelines.components import filesystem, image_folder
+from tfrecord_pipelines.components.data_source import image_folder
+from tfrecord_pipelines.components.storage import filesystem
 
 CSV = "csv"
 PARQUET = "parquet"

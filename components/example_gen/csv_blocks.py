@@ -19,10 +19,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.data_source.csv_dialect import open_data, read_chunks
 from tfrecord_pipelines.components.data_source.csv_records import NEWLINE, QUOTE
 from tfrecord_pipelines.components.data_source.files import compression_of
+from tfrecord_pipelines.components.storage import filesystem
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from tfx.dsl.io import fileio
 
-from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.storage import filesystem
 
 
 class DestinationInUse(ValueError):

@@ -1,8 +1,8 @@
 """Image folders → serialized tf.Examples holding the original encoded bytes.
 
 The layouts and the record's features are described in
-``tfrecord_pipelines.components.image_folder``. Each example holds the file's bytes unchanged,
-so one sequential read gives a training step everything. Every image
+``tfrecord_pipelines.components.data_source.image_folder``. Each example holds
+the file's bytes unchanged, so one sequential read gives a training step everything. Every image
 is decoded completely before it is written (``image_shapes``): one that
 TensorFlow's image decoder (the one the Trainer decodes with) rejects, damage
 in the middle of a JPEG's compressed data included, is quarantined with the
@@ -22,8 +22,16 @@ import numpy as np
 import pyarrow as pa
 import tensorflow as tf
 
-from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.data_source.column_types import ColumnType
+from tfrecord_pipelines.components.data_source.image_folder import (
+    CHANNELS_KEY,
+    CLASS_NAME_KEY,
+    FILENAME_KEY,
+    HEIGHT_KEY,
+    IMAGE_KEY,
+    WIDTH_KEY,
+    LabelledFile,
+)
 from tfrecord_pipelines.components.example_gen.quarantine import QuarantineRecord
 from tfrecord_pipelines.components.example_gen.record_encoding import (
     FEATURE_TYPES,
@@ -33,15 +41,7 @@ from tfrecord_pipelines.components.example_gen.split_assignment import (
     SplitAssigner,
     SplitRecords,
 )
-from tfrecord_pipelines.components.image_folder import (
-    CHANNELS_KEY,
-    CLASS_NAME_KEY,
-    FILENAME_KEY,
-    HEIGHT_KEY,
-    IMAGE_KEY,
-    WIDTH_KEY,
-    LabelledFile,
-)
+from tfrecord_pipelines.components.storage import filesystem
 
 _JPEG_START = b"\xff\xd8\xff"
 # TensorFlow wraps op errors in the function they ran in and the op's name.

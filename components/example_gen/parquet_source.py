@@ -18,7 +18,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.data_source.column_types import ColumnType
 from tfrecord_pipelines.components.example_gen.partition_columns import PartitionColumns
 from tfrecord_pipelines.components.example_gen.quarantine import QuarantineRecord
@@ -31,6 +30,7 @@ from tfrecord_pipelines.components.example_gen.split_assignment import (
     SplitAssigner,
     SplitRecords,
 )
+from tfrecord_pipelines.components.storage import filesystem
 
 _BATCH_ROWS = 65_536
 

@@ -17,10 +17,10 @@ from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.data_source import FORMATS, check_encoding, csv_dialect
 from tfrecord_pipelines.components.example_gen.engines import BEAM, ENGINES
 from tfrecord_pipelines.components.example_gen.quarantine_limit import DEFAULT_MAX_BAD_FRACTION
+from tfrecord_pipelines.components.example_gen.shard_compression import GZIP, parse_compression
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.components.example_gen.spark import session
 from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
-from tfrecord_pipelines.components.shard_compression import GZIP, parse_compression
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.storage import filesystem
 
 SHARD_PLAN_FILE = "shard_plan.json"
 

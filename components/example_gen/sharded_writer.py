@@ -26,6 +26,7 @@ from collections.abc import Iterable
 import tensorflow as tf
 
 from tfrecord_pipelines.components.example_gen.record_sample import RecordSample
+from tfrecord_pipelines.components.example_gen.shard_compression import GZIP, parse_compression
 from tfrecord_pipelines.components.example_gen.shard_plan import (
     TFRECORD_FRAMING_BYTES,
     ShardingOptions,
@@ -33,7 +34,6 @@ from tfrecord_pipelines.components.example_gen.shard_plan import (
     plan_shards,
 )
 from tfrecord_pipelines.components.example_gen.spill import Spilled, read_spilled
-from tfrecord_pipelines.components.shard_compression import GZIP, parse_compression
 
 SHARD_PREFIX = "data_tfrecord"
 # Merged shards wait under this prefix until finalize_split numbers them.

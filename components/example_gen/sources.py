@@ -8,12 +8,13 @@ import posixpath
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from tfrecord_pipelines.components import data_source, filesystem, image_folder
+from tfrecord_pipelines.components import data_source
 from tfrecord_pipelines.components.data_source import (
     IMAGES,
     PARQUET,
     csv_dialect,
     csv_types,
+    image_folder,
     partitions,
 )
 from tfrecord_pipelines.components.data_source import files as data_files
@@ -28,6 +29,7 @@ from tfrecord_pipelines.components.example_gen.image_source import ImageConverte
 from tfrecord_pipelines.components.example_gen.parquet_source import RowGroupConverter
 from tfrecord_pipelines.components.example_gen.partition_columns import PartitionColumns
 from tfrecord_pipelines.components.example_gen.split_assignment import SplitAssigner
+from tfrecord_pipelines.components.storage import filesystem
 
 # CSV bytes per Beam element: large enough that Beam's cost per element
 # vanishes, small enough that one large file spreads over the workers and a

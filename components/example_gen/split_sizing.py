@@ -22,11 +22,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.data_source import IMAGES, PARQUET
 from tfrecord_pipelines.components.data_source.csv_dialect import read_sample, strip_bom
 from tfrecord_pipelines.components.data_source.csv_records import split_records
 from tfrecord_pipelines.components.data_source.files import compression_of
+from tfrecord_pipelines.components.storage import filesystem
 
 # About +-0.25 percentage points (95%) for an accuracy near 0.8; see the module docstring.
 DEFAULT_EVAL_ROWS = 100_000

@@ -24,7 +24,7 @@ from tfx.proto import pusher_pb2
 from tfx.types import artifact_utils
 from tfx.utils import json_utils, proto_utils
 
-from tfrecord_pipelines.components import filesystem, keys
+from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.keys import (
     BLOCKED_PROPERTY,
     DRIFT_KEY,
@@ -35,6 +35,7 @@ from tfrecord_pipelines.components.keys import (
     STAGED_PATH_PROPERTY,
 )
 from tfrecord_pipelines.components.pusher.on_drift import BLOCK
+from tfrecord_pipelines.components.storage import filesystem
 
 STAGED_PREFIX = ".staged-"
 _SAVED_MODEL_PB = "saved_model.pb"

@@ -18,7 +18,7 @@ import dataclasses
 import datetime
 import re
 
-from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.storage import filesystem
 
 SPAN_SPEC = re.compile(r"\{SPAN(?::(\d+))?\}")
 VERSION_SPEC = re.compile(r"\{VERSION(?::(\d+))?\}")

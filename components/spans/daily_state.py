@@ -27,8 +27,8 @@ import os
 import time
 from collections.abc import Iterable
 
-from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.spans import choices
+from tfrecord_pipelines.components.storage import filesystem
 
 CONVERSIONS = "conversions"
 RUNS = "runs"

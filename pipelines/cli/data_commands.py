@@ -145,13 +145,13 @@ def run_convert(args: argparse.Namespace) -> None:
     """Converts and prints the shard plan and the quarantine count."""
     from tfrecord_pipelines.cli.task_arguments import check_writable
     from tfrecord_pipelines.cli.usage import UsageError
-    from tfrecord_pipelines.components import filesystem
     from tfrecord_pipelines.components.data_source import check_encoding, check_label, open_source
+    from tfrecord_pipelines.components.data_source.image_folder import class_id_key
     from tfrecord_pipelines.components.example_gen.settings import CsvOptions, ExampleGenSettings
+    from tfrecord_pipelines.components.example_gen.shard_compression import default_compression
     from tfrecord_pipelines.components.example_gen.shard_plan import parse_size
-    from tfrecord_pipelines.components.image_folder import class_id_key
-    from tfrecord_pipelines.components.shard_compression import default_compression
     from tfrecord_pipelines.components.spans import split_data_path
+    from tfrecord_pipelines.components.storage import filesystem
 
     # Everything that can be checked is, before the converter's imports (TFX, Beam).
     check_encoding(args.encoding)
@@ -207,10 +207,10 @@ def run_convert(args: argparse.Namespace) -> None:
 
 def _print_report(report, dest: str) -> None:
     """What a conversion wrote, split by split, and where its shard plan is."""
+    from tfrecord_pipelines.components.data_source.image_folder import describe_skipped
     from tfrecord_pipelines.components.example_gen.convert import QUARANTINE_DIR
     from tfrecord_pipelines.components.example_gen.shard_plan_report import plan_path
     from tfrecord_pipelines.components.example_gen.split_sizing import describe_sizing
-    from tfrecord_pipelines.components.image_folder import describe_skipped
 
     print(
         f"Read {report.records_read:,} records: wrote {report.records_written:,}, "
@@ -240,7 +240,7 @@ def _print_report(report, dest: str) -> None:
 
 def run_inspect(args: argparse.Namespace) -> None:
     """Prints record and shard counts, sizes and the inferred feature spec."""
-    from tfrecord_pipelines.components.tfrecord_inspect import format_spec, inspect_records
+    from tfrecord_pipelines.components.tfrecords.inspection import format_spec, inspect_records
 
     result = inspect_records(args.path)
     for file, (records, size) in result.files.items():

@@ -76,7 +76,8 @@ def slice_features(args: argparse.Namespace, source) -> tuple[str, ...]:
     Raises:
       UsageError: naming a feature the data does not hold, or that holds lists.
     """
-    from tfrecord_pipelines.components import data_source, image_folder
+    from tfrecord_pipelines.components import data_source
+    from tfrecord_pipelines.components.data_source import image_folder
 
     if not args.slice_by:
         return ()  # no second read of every file's header for nothing
@@ -105,8 +106,11 @@ def _classes(source, task, schema, encoding: str) -> list[str] | None:
     the positive class: the class names (images), or the label column's distinct values
     as the label's type writes them (tabular; reads that column, and checks it serves the
     task). None for regression or too many classes."""
-    from tfrecord_pipelines.components import image_folder
-    from tfrecord_pipelines.components.label_values import check_label_serves, label_column_type
+    from tfrecord_pipelines.components.data_source import image_folder
+    from tfrecord_pipelines.components.data_source.label_values import (
+        check_label_serves,
+        label_column_type,
+    )
     from tfrecord_pipelines.definition.config import MAX_CLASSES_FOR_PER_CLASS_METRICS
 
     if source.is_images:

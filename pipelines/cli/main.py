@@ -11,7 +11,7 @@ import warnings
 
 from tfrecord_pipelines.cli import data_commands, kubeflow_commands, report_command, run_command
 from tfrecord_pipelines.cli.usage import UsageError
-from tfrecord_pipelines.components import object_stores
+from tfrecord_pipelines.components.storage import object_stores
 from tfrecord_pipelines.local.disk_space import DiskFull
 from tfrecord_pipelines.local.output_lock import OutputInUse
 

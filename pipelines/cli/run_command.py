@@ -77,7 +77,7 @@ def _write_report(layout, run_id: str) -> str | None:
 
 def _space_needed(config) -> int | None:
     """About the bytes a first run on the config's data writes; None for remote data."""
-    from tfrecord_pipelines.components import filesystem
+    from tfrecord_pipelines.components.storage import filesystem
 
     source = config.source
     if filesystem.is_remote(source.root):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 
 from tfrecord_pipelines.cli.usage import UsageError
+from tfrecord_pipelines.components.example_gen.shard_compression import parse_compression
 from tfrecord_pipelines.components.example_gen.shard_plan import (
     DEFAULT_NUM_READERS,
     DEFAULT_TARGET_SHARD_BYTES,
     parse_size,
     requested_sharding,
 )
-from tfrecord_pipelines.components.shard_compression import parse_compression
 
 
 def compression_argument(text: str) -> str:

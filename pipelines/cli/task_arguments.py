@@ -309,7 +309,8 @@ def _source(args: argparse.Namespace):
 
 
 def _task(args: argparse.Namespace, source):
-    from tfrecord_pipelines.components import data_source, image_folder
+    from tfrecord_pipelines.components import data_source
+    from tfrecord_pipelines.components.data_source import image_folder
     from tfrecord_pipelines.components.task import Task
 
     inputs = tuple(f.strip() for f in args.inputs.split(",") if f.strip()) if args.inputs else None

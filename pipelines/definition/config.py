@@ -8,13 +8,16 @@ import re
 from tfrecord_pipelines.components.data_source import DataSource, check_encoding
 from tfrecord_pipelines.components.drift.thresholds import DEFAULT_MAX_JS, DEFAULT_MAX_LINF
 from tfrecord_pipelines.components.example_gen.engines import ENGINES
+from tfrecord_pipelines.components.example_gen.shard_compression import (
+    default_compression,
+    parse_compression,
+)
 from tfrecord_pipelines.components.example_gen.shard_plan import (
     ShardingOptions,
     requested_sharding,
 )
 from tfrecord_pipelines.components.example_gen.spark import session as spark_session
 from tfrecord_pipelines.components.pusher.on_drift import BLOCK, ON_DRIFT
-from tfrecord_pipelines.components.shard_compression import default_compression, parse_compression
 from tfrecord_pipelines.components.spans import check_span_settings
 from tfrecord_pipelines.components.task import Task
 from tfrecord_pipelines.components.trainer.options import TrainingOptions

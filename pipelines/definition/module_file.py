@@ -19,7 +19,7 @@ import shutil
 import sys
 import tempfile
 
-from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.storage import filesystem
 
 PREPROCESSING_FN = "preprocessing_fn"
 RUN_FN = "run_fn"

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.storage import filesystem
 
 
 def check_schema(

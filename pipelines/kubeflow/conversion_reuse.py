@@ -32,7 +32,7 @@ RECORDED_OUTPUTS = (keys.EXAMPLES_KEY, keys.STATISTICS_KEY, keys.QUARANTINE_KEY)
 
 def _schema_digest(executor_input: pipeline_spec_pb2.ExecutorInput) -> str:
     """A digest of the curated schema's files, or "" without one."""
-    from tfrecord_pipelines.components import filesystem
+    from tfrecord_pipelines.components.storage import filesystem
 
     schemas = executor_input.inputs.artifacts.get(keys.SCHEMA_KEY)
     digest = hashlib.sha256()

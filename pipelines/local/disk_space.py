@@ -13,7 +13,7 @@ import os
 import re
 import shutil
 
-from tfrecord_pipelines.components.shard_compression import parse_compression
+from tfrecord_pipelines.components.example_gen.shard_compression import parse_compression
 
 _FULL_DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 _FULL_DISK_SIGNS = (

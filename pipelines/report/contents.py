@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from tfrecord_pipelines.components import filesystem, keys
+from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.example_gen.quarantine import (
     QuarantineSummary,
     summarize_quarantine,
@@ -24,6 +24,7 @@ from tfrecord_pipelines.components.example_gen.shard_plan_report import (
     read_shard_plan,
 )
 from tfrecord_pipelines.components.keys import BLOCKED_PROPERTY
+from tfrecord_pipelines.components.storage import filesystem
 from tfrecord_pipelines.components.trainer.training_length import (
     TrainingLength,
     read_training_report,

@@ -14,8 +14,8 @@ import os
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2, statistics_pb2
 
-from tfrecord_pipelines.components import filesystem
 from tfrecord_pipelines.components.drift import common_bins
+from tfrecord_pipelines.components.storage import filesystem
 from tfrecord_pipelines.report import charts
 
 _STATS_FILE = "FeatureStats.pb"

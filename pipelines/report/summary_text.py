@@ -190,7 +190,7 @@ def print_summary(summary, layout, config, run_id: str, seconds: float, report: 
     print(f"  TensorBoard:   tensorboard --logdir {summary.model_run}")
     print(f"  quarantined:   {summary.quarantined:,} input records ({summary.quarantine})")
     if summary.skipped_files[0]:
-        from tfrecord_pipelines.components.image_folder import describe_skipped
+        from tfrecord_pipelines.components.data_source.image_folder import describe_skipped
 
         print(f"  skipped:       {describe_skipped(*summary.skipped_files)}")
     if summary.shards_adjusted:

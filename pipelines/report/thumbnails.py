@@ -1,6 +1,6 @@
 """A few images per class from an image pipeline's records, as small inline thumbnails.
 
-The records are read without TensorFlow (``tfrecord_pipelines.components.tfrecord_reader``),
+The records are read without TensorFlow (``tfrecord_pipelines.components.tfrecords.reader``),
 decoded in batches by tfx_bsl's Example decoder, and each image is scaled
 down with Pillow into a JPEG data URI, so the report embeds kilobytes, not
 the originals, and needs no file beside it.
@@ -16,9 +16,13 @@ import os
 from PIL import Image, UnidentifiedImageError
 from tfx_bsl.coders.example_coder import ExamplesToRecordBatchDecoder
 
-from tfrecord_pipelines.components import filesystem
-from tfrecord_pipelines.components.image_folder import CLASS_NAME_KEY, FILENAME_KEY, IMAGE_KEY
-from tfrecord_pipelines.components.tfrecord_reader import read_records
+from tfrecord_pipelines.components.data_source.image_folder import (
+    CLASS_NAME_KEY,
+    FILENAME_KEY,
+    IMAGE_KEY,
+)
+from tfrecord_pipelines.components.storage import filesystem
+from tfrecord_pipelines.components.tfrecords.reader import read_records
 
 THUMBNAIL_PIXELS = 96
 _DECODE_BATCH = 256

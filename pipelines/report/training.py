@@ -15,7 +15,7 @@ import os
 from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.util import tensor_util
 
-from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.storage import filesystem
 from tfrecord_pipelines.components.trainer.input_stall import (
     INPUT_BOUND_SHARE,
     METRIC_NAME,

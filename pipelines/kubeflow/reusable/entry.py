@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from google.protobuf import json_format, struct_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from tfrecord_pipelines.components import object_stores
+from tfrecord_pipelines.components.storage import object_stores
 
 _SPLIT_PREFIX = "Split-"
 _SPLIT_NAMES = "split_names"

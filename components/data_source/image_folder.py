@@ -31,7 +31,7 @@ import csv
 import dataclasses
 import os
 
-from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.storage import filesystem
 
 LABELS_FILE = "labels.csv"
 LABELS_COLUMNS = ["filename", "label", "class_name"]

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import google_crc32c
 
-from tfrecord_pipelines.components import filesystem
+from tfrecord_pipelines.components.storage import filesystem
 
 _HEADER = struct.Struct("<QI")
 _FOOTER = struct.Struct("<I")

@@ -186,7 +186,7 @@ def _register_glob_for_tfx() -> None:
     from tfx.dsl.io import filesystem as tfx_filesystem
     from tfx.dsl.io import filesystem_registry
 
-    from tfrecord_pipelines.components import filesystem
+    from tfrecord_pipelines.components.storage import filesystem
 
     class EmulatedGcsFilesystem(tfx_filesystem.Filesystem):
         """TFX's TensorFlow file system for ``gs://``, globbing level by level."""

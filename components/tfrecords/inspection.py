@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from tfx_bsl.coders.example_coder import ExamplesToRecordBatchDecoder
 
-from tfrecord_pipelines.components import filesystem
-from tfrecord_pipelines.components.tfrecord_reader import read_records
+from tfrecord_pipelines.components.storage import filesystem
+from tfrecord_pipelines.components.tfrecords.reader import read_records
 
 # Records parsed to infer the feature spec; all records are counted.
 SPEC_SAMPLE_RECORDS = 100_000

@@ -1,0 +1,1 @@
+"""TFRecord files read back: records, counts and the feature spec they hold."""
