@@ -4,15 +4,27 @@ The command line checks a data folder before anything slow is imported;
 TensorFlow's import alone takes several seconds. Local paths go through
 ``os``; URIs (``gs://``, ``s3://``, ...) through ``tf.io.gfile``, imported
 only then, so remote data folders work the same way.
+
+In a bucket every look-up is a request. Resolving what ``--data`` names asks
+of the same folders many times (its format, its files, their columns, the
+label's values), so ``one_listing`` asks the store each question once while
+the data is resolved: inside it, a remote listing, folder or existence
+look-up is remembered; outside it nothing is, so what a run writes is never
+answered from an old listing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import glob as _glob
 import io
 import os
 import shutil
+from collections.abc import Iterator
+
+# While ``one_listing`` is active: (look-up, arguments) → the store's answer.
+_remembered: dict[tuple, object] | None = None
 
 
 def is_remote(path: str) -> bool:
@@ -28,7 +40,43 @@ def absolute(path: str) -> str:
 def _gfile():
     import tensorflow as tf
 
-    return tf.io.gfile
+    return tf.io.gfile if _remembered is None else _RememberedLookups(tf.io.gfile)
+
+
+class _RememberedLookups:
+    """``tf.io.gfile`` whose look-ups (not reads or writes) are asked once per argument."""
+
+    _LOOKUPS = ("exists", "isdir", "listdir", "stat", "walk")
+
+    def __init__(self, gfile):
+        self._gfile = gfile
+
+    def __getattr__(self, name: str):
+        function = getattr(self._gfile, name)
+        if name not in self._LOOKUPS:
+            return function
+
+        def remembered(*args):
+            key = (name, *args)
+            if key not in _remembered:
+                found = function(*args)
+                _remembered[key] = list(found) if name == "walk" else found
+            found = _remembered[key]
+            return list(found) if isinstance(found, list) else found
+
+        return remembered
+
+
+@contextlib.contextmanager
+def one_listing() -> Iterator[None]:
+    """Within it, each remote look-up is asked of the store once (see the module docstring)."""
+    global _remembered
+    outer = _remembered
+    _remembered = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _remembered = outer
 
 
 def isdir(path: str) -> bool:

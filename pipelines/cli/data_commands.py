@@ -143,6 +143,16 @@ def _check_engine(args: argparse.Namespace):
 
 def run_convert(args: argparse.Namespace) -> None:
     """Converts and prints the shard plan and the quarantine count."""
+    from tfrecord_pipelines.components.storage import filesystem
+
+    # What --source names is looked up once in a bucket while it is checked.
+    with filesystem.one_listing():
+        settings, arguments = _convert_settings(args)
+    _convert_and_report(args, settings, arguments)
+
+
+def _convert_settings(args: argparse.Namespace):
+    """The conversion's settings and convert's other arguments, checked before anything slow."""
     from tfrecord_pipelines.cli.task_arguments import check_writable
     from tfrecord_pipelines.cli.usage import UsageError
     from tfrecord_pipelines.components.data_source import check_encoding, check_label, open_source
@@ -181,21 +191,23 @@ def run_convert(args: argparse.Namespace) -> None:
         engine=args.engine,
         spark=_check_engine(args),
     )
-    dest = os.path.abspath(args.dest)
-    check_writable(dest)
+    check_writable(os.path.abspath(args.dest))
+    return settings, {"schema_path": args.schema, "splits": splits, "split_key": args.split_key}
+
+
+def _convert_and_report(args: argparse.Namespace, settings, arguments: dict) -> None:
     from tfrecord_pipelines.components.example_gen.convert import convert
     from tfrecord_pipelines.local.beam_args import local_beam_args
     from tfrecord_pipelines.local.disk_space import check_disk_full
 
-    print(f"Converting {args.source} ({source.format}) into {dest} ...", flush=True)
+    dest = os.path.abspath(args.dest)
+    print(f"Converting {args.source} ({settings.source_format}) into {dest} ...", flush=True)
     try:
         report = convert(
             args.source,
             dest,
             settings,
-            schema_path=args.schema,
-            splits=splits,
-            split_key=args.split_key,
+            **arguments,
             beam_pipeline_args=local_beam_args(args.beam_arg),
             overwrite=args.overwrite,
         )

@@ -392,7 +392,15 @@ def _image_settings(args: argparse.Namespace, is_images: bool) -> dict:
 
 
 def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
-    """Validates the task arguments and returns a PipelineConfig."""
+    """Validates the task arguments and returns a PipelineConfig; what ``--data`` names is
+    looked up once in a bucket (``filesystem.one_listing``)."""
+    from tfrecord_pipelines.components.storage import filesystem
+
+    with filesystem.one_listing():
+        return _config_from_args(args, serving_dir)
+
+
+def _config_from_args(args: argparse.Namespace, serving_dir: str | None):
     from tfrecord_pipelines.components import spans
     from tfrecord_pipelines.components.example_gen.spark.session import parse_conf
     from tfrecord_pipelines.components.trainer.options import CACHE_MODES, TrainingOptions
