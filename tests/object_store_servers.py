@@ -50,15 +50,17 @@ def _binary() -> Path:
 
 
 @contextlib.contextmanager
-def gcs_server(buckets: Path) -> Iterator[str]:
-    """Serves ``buckets`` (one folder per bucket, its files the objects); yields the URL."""
+def gcs_server(buckets: Path, request_log: Path | None = None) -> Iterator[str]:
+    """Serves ``buckets`` (one folder per bucket, its files the objects); yields the URL.
+    With ``request_log``, the server writes a line for every request it answers there."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with _serving(
         [str(_binary()), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port),
          "-public-host", "127.0.0.1", "-backend", "memory", "-data", str(buckets),
-         "-log-level", "warn"],
+         "-log-level", "info" if request_log else "warn"],
         f"{url}/storage/v1/b",
+        request_log,
     ):  # fmt: skip
         yield url
 
@@ -91,10 +93,12 @@ def s3_server(buckets: Path) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def _serving(command: list[str], ready_url: str) -> Iterator[None]:
-    """Runs ``command`` until the block ends, once ``ready_url`` answers."""
+def _serving(command: list[str], ready_url: str, log_path: Path | None = None) -> Iterator[None]:
+    """Runs ``command`` until the block ends, once ``ready_url`` answers; its log in
+    ``log_path`` when given."""
     # A file, not a pipe: moto logs every request, and a full pipe would stall the server.
-    with tempfile.TemporaryFile() as log:
+    opened = open(log_path, "w+b") if log_path else tempfile.TemporaryFile()  # noqa: SIM115
+    with opened as log:
         server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
         try:
             deadline = time.monotonic() + 30
