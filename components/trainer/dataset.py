@@ -55,6 +55,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import tensorflow as tf
 
+from tfrecord_pipelines.components.storage import filesystem
 from tfrecord_pipelines.components.trainer import image_stage
 from tfrecord_pipelines.components.trainer.data_service import WORKER_READS, DataService, distribute
 from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
@@ -81,7 +82,8 @@ def list_files(file_pattern: str | Sequence[str]) -> list[str]:
         raise ValueError(f"file_pattern is empty ({file_pattern!r}): name the TFRecord shards.")
     files = []
     for pattern in patterns:
-        matched = tf.io.gfile.glob(pattern)
+        # The project's glob: in a bucket, wildcards in folder levels too (Split-*/*.gz).
+        matched = filesystem.glob(pattern)
         if not matched:
             raise ValueError(f"No TFRecord files match {pattern!r}.")
         files.extend(matched)
