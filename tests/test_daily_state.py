@@ -1,5 +1,5 @@
 """The daily state Kubeflow runs keep in the object store, and the rules that pick from it and
-from ML Metadata alike (``spans.choices``)."""
+from ML Metadata alike (``daily.choices``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 import pytest
 from tfx.types import standard_artifacts
 
-from tfrecord_pipelines.components.spans import choices, daily_state
+from tfrecord_pipelines.components.daily import choices, daily_state
 
 
 def _examples(uri: str, span: int):

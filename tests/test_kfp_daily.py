@@ -29,7 +29,7 @@ from tfx.types.artifact import Artifact
 from component_image import chown_for_the_image
 from conftest import run_cli, run_summary
 from daily_spans import SHIFTED_DAY, page_window_and_drift, write_day
-from tfrecord_pipelines.components.spans.resolvers import span_of
+from tfrecord_pipelines.components.spans.artifacts import span_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.image]
 

@@ -175,7 +175,7 @@ def test_an_input_that_stands_for_others_is_replaced_by_them():
     from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils
     from tfx.types import standard_artifacts
 
-    from tfrecord_pipelines.components.spans.resolvers import span_of
+    from tfrecord_pipelines.components.spans.artifacts import span_of
 
     members = []
     for span in (2, 3):

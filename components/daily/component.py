@@ -2,10 +2,10 @@
 start and the analyzer cache on Kubeflow Pipelines, from the daily state in the object store.
 
 A local run picks these from ML Metadata with TFX Resolvers
-(``spans.resolvers``), which Kubeflow Pipelines' open-source backend does not
+(``daily.resolvers``), which Kubeflow Pipelines' open-source backend does not
 run. On Kubeflow, SpanWindow follows ExampleGen: it records ExampleGen's
 conversion of the run's span, then picks, by the same rules
-(``spans.choices``), from every run's records:
+(``daily.choices``), from every run's records:
 
 - ``window``: the window's conversions (Examples), one per span;
 - ``window_statistics``: ExampleGen's statistics of each (Transform's analysis);

@@ -12,9 +12,10 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
 from tfrecord_pipelines.components import keys
-from tfrecord_pipelines.components.spans import choices, daily_state, split_data_path
-from tfrecord_pipelines.components.spans.resolvers import span_of, version_of
-from tfrecord_pipelines.components.spans.window import window_spans
+from tfrecord_pipelines.components.daily import choices, daily_state
+from tfrecord_pipelines.components.daily.window import window_spans
+from tfrecord_pipelines.components.spans import split_data_path
+from tfrecord_pipelines.components.spans.artifacts import span_of, version_of
 
 
 def set_members(reference: types.Artifact, members: list[dict]) -> None:

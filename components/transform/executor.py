@@ -38,7 +38,7 @@ from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.categorical import categorical_integers
 from tfrecord_pipelines.components.example_gen.statistics import STATISTICS_FILE
 from tfrecord_pipelines.components.keys import ANALYSIS_KEY, STATISTICS_KEY
-from tfrecord_pipelines.components.spans.resolvers import span_of
+from tfrecord_pipelines.components.spans.artifacts import span_of
 from tfrecord_pipelines.components.transform import in_place_analysis
 from tfrecord_pipelines.components.transform.in_place_analysis import ANALYZED_SPLIT
 from tfrecord_pipelines.components.transform.preprocessing import CATEGORICAL_INTEGERS_KEY

@@ -18,8 +18,8 @@ from tfrecord_pipelines.cli.task_arguments import (
     config_from_args,
 )
 from tfrecord_pipelines.cli.usage import UsageError
+from tfrecord_pipelines.components.daily.daily_state import default_state_dir
 from tfrecord_pipelines.components.example_gen.spark.session import KUBERNETES_IMAGE_CONF
-from tfrecord_pipelines.components.spans.daily_state import default_state_dir
 
 # Where docker/Dockerfile installs the project's schemas/ folder.
 IMAGE_SCHEMAS_DIR = "/app/schemas"

@@ -10,9 +10,9 @@ from tfx.dsl.components.common.resolver import Resolver, ResolverStrategy
 from tfx.types import standard_artifacts
 from tfx.types.channel import Channel
 
+from tfrecord_pipelines.components.daily import choices
+from tfrecord_pipelines.components.daily.resolvers import outputs_of, spans_read
 from tfrecord_pipelines.components.keys import MODEL_BLESSING_KEY, MODEL_KEY
-from tfrecord_pipelines.components.spans import choices
-from tfrecord_pipelines.components.spans.resolvers import outputs_of, spans_read
 
 # The baseline Resolver's input of this run's model, which it never picks.
 CANDIDATE_KEY = "candidate"

@@ -38,14 +38,14 @@ from tfx.types import BaseChannel
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.curated_schema import CuratedSchemaGen
 from tfrecord_pipelines.components.daily.component import RecordRun, SpanWindow
-from tfrecord_pipelines.components.drift.component import DriftCheck
-from tfrecord_pipelines.components.example_gen import ShardedExampleGen
-from tfrecord_pipelines.components.spans.resolvers import (
+from tfrecord_pipelines.components.daily.resolvers import (
     CACHE_KEY,
     analyzer_cache_resolver,
     previous_span_statistics_resolver,
     span_window_resolver,
 )
+from tfrecord_pipelines.components.drift.component import DriftCheck
+from tfrecord_pipelines.components.example_gen import ShardedExampleGen
 from tfrecord_pipelines.definition import nodes
 from tfrecord_pipelines.definition.baseline_model import (
     base_model_resolver,
@@ -140,7 +140,7 @@ class _Earlier:
 def _from_resolvers(
     config: PipelineConfig, example_gen: ShardedExampleGen, compare_to_latest_blessed: bool
 ) -> _Earlier:
-    """A local run's: TFX Resolvers over ML Metadata (``spans.resolvers``)."""
+    """A local run's: TFX Resolvers over ML Metadata (``daily.resolvers``)."""
     in_spans = bool(config.source.spans) and config.span is not None
     nodes, examples, cache = [], example_gen.outputs[keys.EXAMPLES_KEY], None
     window_statistics = None

@@ -89,7 +89,7 @@ def _find(state_dir: str, executor_input: pipeline_spec_pb2.ExecutorInput) -> di
     from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils
     from tfx.types.artifact import Artifact
 
-    from tfrecord_pipelines.components.spans import daily_state
+    from tfrecord_pipelines.components.daily import daily_state
 
     outputs = kubeflow_v2_entrypoint_utils.parse_raw_artifact_dict(
         {keys.EXAMPLES_KEY: executor_input.outputs.artifacts[keys.EXAMPLES_KEY]}
@@ -104,7 +104,7 @@ def _find(state_dir: str, executor_input: pipeline_spec_pb2.ExecutorInput) -> di
 
 
 def _same_conversion(recorded, wanted) -> bool:
-    from tfrecord_pipelines.components.spans.resolvers import span_of, version_of
+    from tfrecord_pipelines.components.spans.artifacts import span_of, version_of
 
     return (
         span_of(recorded) == span_of(wanted)

@@ -13,7 +13,7 @@ from tfx.orchestration import metadata
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 from tfx.orchestration.portable import runtime_parameter_utils
 
-from tfrecord_pipelines.components.spans.window import WindowPlan, plan_window
+from tfrecord_pipelines.components.daily.window import WindowPlan, plan_window
 from tfrecord_pipelines.definition.config import PipelineConfig
 from tfrecord_pipelines.definition.pipeline import (
     EXAMPLE_GEN_ID,

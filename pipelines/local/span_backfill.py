@@ -4,7 +4,7 @@ ShardedExampleGen converts one span per run. The first run with ``--window
 N`` (or a run after days without one) finds spans of its window that no run
 converted; each is converted by the pipeline's ExampleGen alone
 (``create_backfill_pipeline``), one LocalDagRunner run per span, before the
-pipeline runs (``spans.window.plan_window``). A span whose newest
+pipeline runs (``daily.window.plan_window``). A span whose newest
 ``{VERSION}`` was not converted counts as not converted. Spans of the window
 that are not on disk are named, and the window goes on without them.
 """
@@ -12,7 +12,7 @@ that are not on disk are named, and the window goes on without them.
 from __future__ import annotations
 
 from tfrecord_pipelines.components.keys import SHARD_PLAN_KEY
-from tfrecord_pipelines.components.spans.window import conversion
+from tfrecord_pipelines.components.spans.artifacts import conversion
 from tfrecord_pipelines.local.run_record import NODE_CONTEXT
 
 

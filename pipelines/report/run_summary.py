@@ -5,17 +5,17 @@ from __future__ import annotations
 import dataclasses
 
 from tfrecord_pipelines.components import keys
+from tfrecord_pipelines.components.daily.resolvers import (
+    ANALYZER_CACHE_RESOLVER,
+    PREVIOUS_SPAN_RESOLVER,
+    WINDOW_RESOLVER,
+)
 from tfrecord_pipelines.components.evaluator.intervals import metric_intervals
 from tfrecord_pipelines.components.evaluator.metric_values import (
     candidate_values,
     overall_metric_values,
 )
 from tfrecord_pipelines.components.keys import BLOCKED_PROPERTY
-from tfrecord_pipelines.components.spans.resolvers import (
-    ANALYZER_CACHE_RESOLVER,
-    PREVIOUS_SPAN_RESOLVER,
-    WINDOW_RESOLVER,
-)
 from tfrecord_pipelines.components.trainer.input_stall import last_epoch_share
 from tfrecord_pipelines.components.trainer.resume import resumed_steps
 from tfrecord_pipelines.components.trainer.training_length import (

@@ -8,6 +8,7 @@ import json
 from typing import TYPE_CHECKING
 
 from tfrecord_pipelines.components import keys
+from tfrecord_pipelines.components.daily.resolvers import WINDOW_RESOLVER, span_of
 from tfrecord_pipelines.components.example_gen.shard_plan_report import ShardPlanReport
 from tfrecord_pipelines.components.keys import (
     ANALYSIS_KEY,
@@ -15,8 +16,7 @@ from tfrecord_pipelines.components.keys import (
     PREVIOUS_SPAN_PROPERTY,
     SHARD_PLAN_KEY,
 )
-from tfrecord_pipelines.components.spans.resolvers import WINDOW_RESOLVER, span_of
-from tfrecord_pipelines.components.spans.window import conversion
+from tfrecord_pipelines.components.spans.artifacts import conversion
 from tfrecord_pipelines.definition.pipeline import DRIFT_CHECK_ID, EXAMPLE_GEN_ID, TRANSFORM_ID
 
 if TYPE_CHECKING:

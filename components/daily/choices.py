@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from tfrecord_pipelines.components.spans.window import window_spans
+from tfrecord_pipelines.components.daily.window import window_spans
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,43 +29,21 @@ from tfx.dsl.components.common.resolver import Resolver, ResolverStrategy
 from tfx.types import standard_artifacts
 from tfx.types.channel import Channel
 
+from tfrecord_pipelines.components.daily import choices
 from tfrecord_pipelines.components.keys import (
     EXAMPLES_KEY,
     SHARD_PLAN_KEY,
     SPAN_PROPERTY,
     STATISTICS_KEY,
     UPDATED_ANALYZER_CACHE_KEY,
-    VERSION_PROPERTY,
 )
-from tfrecord_pipelines.components.spans import choices
+from tfrecord_pipelines.components.spans.artifacts import has_span, span_of, version_of
 
 WINDOW_RESOLVER = "span_window_resolver"
 PREVIOUS_SPAN_RESOLVER = "previous_span_resolver"
 ANALYZER_CACHE_RESOLVER = "analyzer_cache_resolver"
 # The analyzer cache Resolver's output.
 CACHE_KEY = "cache"
-
-
-def _has_span(artifact: types.Artifact) -> bool:
-    return artifact.has_custom_property(SPAN_PROPERTY) or (
-        SPAN_PROPERTY in artifact.PROPERTIES and artifact.has_property(SPAN_PROPERTY)
-    )
-
-
-def span_of(artifact: types.Artifact) -> int:
-    """A conversion's span: TFX's ExampleGen driver writes it as a custom property; TFX's
-    ExampleStatistics (and ExampleGen's statistics output) carry it as a property."""
-    if artifact.has_custom_property(SPAN_PROPERTY):
-        return artifact.get_int_custom_property(SPAN_PROPERTY)
-    return artifact.span
-
-
-def version_of(artifact: types.Artifact) -> int:
-    """A conversion's ``{VERSION}`` (TFX's driver writes it as a custom property); -1 when
-    its pattern has none."""
-    if not artifact.has_custom_property(VERSION_PROPERTY):
-        return -1
-    return artifact.get_int_custom_property(VERSION_PROPERTY)
 
 
 class SpanWindowStrategy(ResolverStrategy):
@@ -120,7 +98,7 @@ class PreviousSpanStrategy(ResolverStrategy):
         result = {}
         for key, found in input_dict.items():
             previous = choices.previous_conversion(
-                [_converted(a) for a in found if _has_span(a)], self._end
+                [_converted(a) for a in found if has_span(a)], self._end
             )
             result[key] = [previous.item] if previous else []
         return result

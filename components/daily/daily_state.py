@@ -27,7 +27,7 @@ import os
 import time
 from collections.abc import Iterable
 
-from tfrecord_pipelines.components.spans import choices
+from tfrecord_pipelines.components.daily import choices
 from tfrecord_pipelines.components.storage import filesystem
 
 CONVERSIONS = "conversions"

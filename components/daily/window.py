@@ -11,9 +11,7 @@ tells a run's window. ShardedExampleGen records each conversion's span (and
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 
-from tfrecord_pipelines.components.keys import SPAN_PROPERTY, VERSION_PROPERTY
 from tfrecord_pipelines.components.spans import SpanFolder, SpanPattern
 
 
@@ -22,15 +20,6 @@ def window_spans(end: int, num_spans: int) -> range:
     if num_spans < 1:
         raise ValueError(f"A window holds at least 1 span, got {num_spans}.")
     return range(end - num_spans + 1, end + 1)
-
-
-def conversion(properties: Mapping) -> tuple[int, int | None] | None:
-    """(span, version) of a conversion's artifact, from ML Metadata's custom properties
-    (version None when the pattern has no ``{VERSION}``); None if it records no span."""
-    if SPAN_PROPERTY not in properties:
-        return None
-    version = properties[VERSION_PROPERTY].int_value if VERSION_PROPERTY in properties else None
-    return properties[SPAN_PROPERTY].int_value, version
 
 
 @dataclasses.dataclass(frozen=True)
