@@ -137,3 +137,18 @@ MEMBERS_PROPERTY = "members"
 # On a conversion's Examples on Kubeflow: a digest of ExampleGen's settings and schema, which a
 # re-run of the day must match to reuse the conversion from the daily state.
 CONVERSION_KEY_PROPERTY = "conversion_key"
+
+# The pipeline's node ids: ML Metadata records each node's executions under its id, by
+# which the Resolvers, the daily state, the runners and the report find earlier runs.
+SCHEMA_IMPORT_ID = "ImportSchemaGen"
+EXAMPLE_GEN_ID = "ShardedExampleGen"
+EXAMPLE_VALIDATOR_ID = "ExampleValidator"
+TRANSFORM_ID = "Transform"
+TRAINER_ID = "Trainer"
+EVALUATOR_ID = "Evaluator"
+PUSHER_ID = "Pusher"
+DRIFT_CHECK_ID = "DriftCheck"
+SPAN_WINDOW_ID = "SpanWindow"
+RECORD_RUN_ID = "RecordRun"
+# TFX's ML Metadata context type of a pipeline's node (``{pipeline}.{node id}``).
+NODE_CONTEXT = "node"

@@ -193,7 +193,7 @@ def _trainer_placement(args: argparse.Namespace):
 
 def _placements(args: argparse.Namespace, trainer_placement, serving_dir: str) -> dict:
     """The Trainer's placement, and the Pusher's serving volume."""
-    from tfrecord_pipelines.definition.pipeline import PUSHER_ID, TRAINER_ID
+    from tfrecord_pipelines.components.keys import PUSHER_ID, TRAINER_ID
     from tfrecord_pipelines.kubeflow import platform_spec
 
     placements = {TRAINER_ID: trainer_placement}

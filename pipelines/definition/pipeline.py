@@ -46,23 +46,24 @@ from tfrecord_pipelines.components.daily.resolvers import (
 )
 from tfrecord_pipelines.components.drift.component import DriftCheck
 from tfrecord_pipelines.components.example_gen import ShardedExampleGen
+from tfrecord_pipelines.components.keys import (
+    DRIFT_CHECK_ID,
+    EVALUATOR_ID,
+    EXAMPLE_GEN_ID,
+    EXAMPLE_VALIDATOR_ID,
+    PUSHER_ID,
+    RECORD_RUN_ID,
+    SCHEMA_IMPORT_ID,
+    SPAN_WINDOW_ID,
+    TRAINER_ID,
+    TRANSFORM_ID,
+)
 from tfrecord_pipelines.definition import nodes
 from tfrecord_pipelines.definition.baseline_model import (
     base_model_resolver,
     baseline_model_resolver,
 )
 from tfrecord_pipelines.definition.config import PipelineConfig
-
-SCHEMA_IMPORT_ID = "ImportSchemaGen"
-EXAMPLE_GEN_ID = "ShardedExampleGen"
-TRANSFORM_ID = "Transform"
-TRAINER_ID = "Trainer"
-EVALUATOR_ID = "Evaluator"
-PUSHER_ID = "Pusher"
-DRIFT_CHECK_ID = "DriftCheck"
-EXAMPLE_VALIDATOR_ID = "ExampleValidator"
-SPAN_WINDOW_ID = "SpanWindow"
-RECORD_RUN_ID = "RecordRun"
 
 
 def _ingest(config: PipelineConfig, span) -> tuple:

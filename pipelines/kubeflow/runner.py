@@ -12,13 +12,9 @@ from tfx.dsl.io import fileio
 from tfx.orchestration.data_types import RuntimeParameter
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
+from tfrecord_pipelines.components.keys import EXAMPLE_GEN_ID, SPAN_WINDOW_ID, TRAINER_ID
 from tfrecord_pipelines.definition.config import PipelineConfig
-from tfrecord_pipelines.definition.pipeline import (
-    EXAMPLE_GEN_ID,
-    SPAN_WINDOW_ID,
-    TRAINER_ID,
-    create_pipeline,
-)
+from tfrecord_pipelines.definition.pipeline import create_pipeline
 from tfrecord_pipelines.kubeflow.kfp_executor import DAILY_STATE_FLAG
 from tfrecord_pipelines.kubeflow.platform_spec import TaskPlacement, checked_document
 from tfrecord_pipelines.kubeflow.schedule import LATEST_SPAN, SPAN_PARAMETER

@@ -15,12 +15,13 @@ from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2
 from tfx.orchestration.metadata import sqlite_metadata_connection_config
 
+from tfrecord_pipelines.components.keys import NODE_CONTEXT
+
 PIPELINE_RUN_CONTEXT = "pipeline_run"
 # Where TFX records a failed execution's traceback.
 _EXECUTION_RESULT = "__execution_result__"
 # A traceback's "SomeError: message" line.
 _ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception)\b")
-NODE_CONTEXT = "node"
 _State = metadata_store_pb2.Execution.State
 STATE_NAMES = {
     _State.NEW: "new",

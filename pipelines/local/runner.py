@@ -14,13 +14,9 @@ from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 from tfx.orchestration.portable import runtime_parameter_utils
 
 from tfrecord_pipelines.components.daily.window import WindowPlan, plan_window
+from tfrecord_pipelines.components.keys import EXAMPLE_GEN_ID, PUSHER_ID
 from tfrecord_pipelines.definition.config import PipelineConfig
-from tfrecord_pipelines.definition.pipeline import (
-    EXAMPLE_GEN_ID,
-    PUSHER_ID,
-    create_backfill_pipeline,
-    create_pipeline,
-)
+from tfrecord_pipelines.definition.pipeline import create_backfill_pipeline, create_pipeline
 from tfrecord_pipelines.local.beam_args import local_beam_args
 from tfrecord_pipelines.local.component_costs import metered_executors, record_costs
 from tfrecord_pipelines.local.interrupted_runs import (

@@ -11,9 +11,8 @@ that are not on disk are named, and the window goes on without them.
 
 from __future__ import annotations
 
-from tfrecord_pipelines.components.keys import SHARD_PLAN_KEY
+from tfrecord_pipelines.components.keys import NODE_CONTEXT, SHARD_PLAN_KEY
 from tfrecord_pipelines.components.spans.artifacts import conversion
-from tfrecord_pipelines.local.run_record import NODE_CONTEXT
 
 
 def converted_spans(store, pipeline_name: str, node_id: str) -> set[tuple[int, int | None]]:

@@ -22,9 +22,8 @@ from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionP
 
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.example_gen.component import Quarantine
-from tfrecord_pipelines.components.keys import QUARANTINE_KEY
+from tfrecord_pipelines.components.keys import QUARANTINE_KEY, SPAN_WINDOW_ID
 from tfrecord_pipelines.components.ui_artifacts import Html
-from tfrecord_pipelines.definition.pipeline import SPAN_WINDOW_ID
 from tfrecord_pipelines.report import executor
 from tfrecord_pipelines.report.contents import ARTIFACT_SOURCES, DAILY_SOURCES
 

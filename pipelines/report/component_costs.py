@@ -7,14 +7,14 @@ import json
 
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.example_gen.shard_plan_report import ShardPlanReport
-from tfrecord_pipelines.components.keys import SHARD_PLAN_KEY
-from tfrecord_pipelines.components.trainer.training_length import TrainingLength
-from tfrecord_pipelines.definition.pipeline import (
+from tfrecord_pipelines.components.keys import (
     EVALUATOR_ID,
     EXAMPLE_GEN_ID,
+    SHARD_PLAN_KEY,
     TRAINER_ID,
     TRANSFORM_ID,
 )
+from tfrecord_pipelines.components.trainer.training_length import TrainingLength
 from tfrecord_pipelines.local.component_costs import read_cost
 from tfrecord_pipelines.local.run_record import NodeExecution
 from tfrecord_pipelines.report.span_window import recorded_analysis

@@ -23,13 +23,8 @@ from tfrecord_pipelines.components.example_gen.shard_plan_report import (
     ShardPlanReport,
     read_shard_plan,
 )
-from tfrecord_pipelines.components.keys import BLOCKED_PROPERTY
-from tfrecord_pipelines.components.storage import filesystem
-from tfrecord_pipelines.components.trainer.training_length import (
-    TrainingLength,
-    read_training_report,
-)
-from tfrecord_pipelines.definition.pipeline import (
+from tfrecord_pipelines.components.keys import (
+    BLOCKED_PROPERTY,
     DRIFT_CHECK_ID,
     EVALUATOR_ID,
     EXAMPLE_GEN_ID,
@@ -38,6 +33,11 @@ from tfrecord_pipelines.definition.pipeline import (
     SPAN_WINDOW_ID,
     TRAINER_ID,
     TRANSFORM_ID,
+)
+from tfrecord_pipelines.components.storage import filesystem
+from tfrecord_pipelines.components.trainer.training_length import (
+    TrainingLength,
+    read_training_report,
 )
 from tfrecord_pipelines.report import charts, statistics, thumbnails
 from tfrecord_pipelines.report.evaluation import EvaluationView, read_evaluation

@@ -15,11 +15,15 @@ from tfx.types import Artifact, artifact_utils
 from tfx.types import standard_component_specs as specs
 
 from tfrecord_pipelines.components.data_source import IMAGES
-from tfrecord_pipelines.components.keys import SOURCE_FORMAT_KEY
+from tfrecord_pipelines.components.keys import (
+    EVALUATOR_ID,
+    EXAMPLE_GEN_ID,
+    NODE_CONTEXT,
+    SOURCE_FORMAT_KEY,
+)
 from tfrecord_pipelines.components.trainer.training_length import TrainingLength
-from tfrecord_pipelines.definition.pipeline import EVALUATOR_ID, EXAMPLE_GEN_ID
 from tfrecord_pipelines.local.component_costs import read_cost
-from tfrecord_pipelines.local.run_record import NODE_CONTEXT, NodeExecution, read_run
+from tfrecord_pipelines.local.run_record import NodeExecution, read_run
 from tfrecord_pipelines.report.component_costs import component_costs
 from tfrecord_pipelines.report.contents import (
     ARTIFACT_SOURCES,

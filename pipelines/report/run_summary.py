@@ -15,7 +15,13 @@ from tfrecord_pipelines.components.evaluator.metric_values import (
     candidate_values,
     overall_metric_values,
 )
-from tfrecord_pipelines.components.keys import BLOCKED_PROPERTY
+from tfrecord_pipelines.components.keys import (
+    BLOCKED_PROPERTY,
+    EVALUATOR_ID,
+    EXAMPLE_GEN_ID,
+    PUSHER_ID,
+    TRAINER_ID,
+)
 from tfrecord_pipelines.components.trainer.input_stall import last_epoch_share
 from tfrecord_pipelines.components.trainer.resume import resumed_steps
 from tfrecord_pipelines.components.trainer.training_length import (
@@ -24,12 +30,6 @@ from tfrecord_pipelines.components.trainer.training_length import (
 )
 from tfrecord_pipelines.components.trainer.warm_start import read_report as read_warm_start
 from tfrecord_pipelines.definition.baseline_model import BASE_MODEL_RESOLVER, BASELINE_RESOLVER
-from tfrecord_pipelines.definition.pipeline import (
-    EVALUATOR_ID,
-    EXAMPLE_GEN_ID,
-    PUSHER_ID,
-    TRAINER_ID,
-)
 from tfrecord_pipelines.local.run_record import NodeExecution, read_run
 from tfrecord_pipelines.report.component_costs import (
     ComponentCost,

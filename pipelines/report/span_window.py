@@ -12,12 +12,14 @@ from tfrecord_pipelines.components.daily.resolvers import WINDOW_RESOLVER, span_
 from tfrecord_pipelines.components.example_gen.shard_plan_report import ShardPlanReport
 from tfrecord_pipelines.components.keys import (
     ANALYSIS_KEY,
+    DRIFT_CHECK_ID,
     DRIFT_REPORT_PROPERTY,
+    EXAMPLE_GEN_ID,
     PREVIOUS_SPAN_PROPERTY,
     SHARD_PLAN_KEY,
+    TRANSFORM_ID,
 )
 from tfrecord_pipelines.components.spans.artifacts import conversion
-from tfrecord_pipelines.definition.pipeline import DRIFT_CHECK_ID, EXAMPLE_GEN_ID, TRANSFORM_ID
 
 if TYPE_CHECKING:
     from tfx import types
