@@ -13,7 +13,7 @@ from tfx.orchestration import metadata
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 from tfx.orchestration.portable import runtime_parameter_utils
 
-from tfrecord_pipelines.components.daily.window import WindowPlan, plan_window
+from tfrecord_pipelines.components.daily.window import WindowPlan, converted_spans, plan_window
 from tfrecord_pipelines.components.keys import EXAMPLE_GEN_ID, PUSHER_ID
 from tfrecord_pipelines.definition.config import PipelineConfig
 from tfrecord_pipelines.definition.pipeline import create_backfill_pipeline, create_pipeline
@@ -25,7 +25,6 @@ from tfrecord_pipelines.local.interrupted_runs import (
 )
 from tfrecord_pipelines.local.layout import LocalLayout
 from tfrecord_pipelines.local.run_record import open_store, read_run
-from tfrecord_pipelines.local.span_backfill import converted_spans
 from tfrecord_pipelines.local.staged_models import settle_staged_models
 
 
@@ -142,7 +141,7 @@ def run_locally(
       run_id: the pipeline run's id (its ML Metadata context); default: ``new_run_id()``.
       on_recovery: called with what ``recover`` found, before the run starts.
       on_window: with ``config.window``: called with the window's plan before
-        its missing conversions start (``span_backfill``).
+        its missing conversions start (``daily.window``).
     """
     os.makedirs(os.path.dirname(layout.metadata_path), exist_ok=True)
     recovery = recover(layout, config.name)
