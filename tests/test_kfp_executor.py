@@ -229,7 +229,7 @@ def _example_gen_input(**parameters) -> pipeline_spec_pb2.ExecutorInput:
 
 
 def test_a_conversions_key_is_its_settings_not_its_span():
-    from tfrecord_pipelines.kubeflow.conversion_reuse import conversion_key
+    from tfrecord_pipelines.components.daily.conversion_reuse import conversion_key
 
     settings = {"input_base": "gs://b/events", "compression": "gzip", "code_version": "abc"}
     today = conversion_key(_example_gen_input(**settings, requested_span="latest"))

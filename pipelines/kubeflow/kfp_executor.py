@@ -50,8 +50,8 @@ from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from tfrecord_pipelines.components import keys
+from tfrecord_pipelines.components.daily import conversion_reuse
 from tfrecord_pipelines.components.storage import object_stores
-from tfrecord_pipelines.kubeflow import conversion_reuse
 
 # Remote URI prefix -> local path prefix, as KFP's launcher maps them
 # (backend/src/v2/component/launcher_v2.go, LocalPathForURI).
