@@ -52,9 +52,10 @@ from tfrecord_pipelines.report.verdicts import (
 if TYPE_CHECKING:
     from tfx.types import Artifact
 
+    from tfrecord_pipelines.components.daily.window_summary import WindowSummary
+
     # Types only: their modules read ML Metadata, which the report task has not.
     from tfrecord_pipelines.report.component_costs import ComponentCost
-    from tfrecord_pipelines.report.span_window import WindowSummary
 
 QUARANTINE_ROWS_SHOWN = 10
 # The artifacts the report reads, by the Reporter's input key: the component that

@@ -11,6 +11,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
 from tfrecord_pipelines.components import keys, ui_artifacts
+from tfrecord_pipelines.components.daily.window_summary import window_of_artifacts
 from tfrecord_pipelines.report.contents import (
     ARTIFACT_SOURCES,
     RunReport,
@@ -18,7 +19,7 @@ from tfrecord_pipelines.report.contents import (
     run_artifacts,
 )
 from tfrecord_pipelines.report.render import render
-from tfrecord_pipelines.report.span_window import drift_of, window_of_artifacts
+from tfrecord_pipelines.report.span_window import drift_of
 
 WRITTEN_BY = "the run's Reporter task, from its input artifacts"
 COMPONENTS_ELSEWHERE = (

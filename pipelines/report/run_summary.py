@@ -10,6 +10,7 @@ from tfrecord_pipelines.components.daily.resolvers import (
     PREVIOUS_SPAN_RESOLVER,
     WINDOW_RESOLVER,
 )
+from tfrecord_pipelines.components.daily.window_summary import WindowSummary
 from tfrecord_pipelines.components.evaluator.intervals import metric_intervals
 from tfrecord_pipelines.components.evaluator.metric_values import (
     candidate_values,
@@ -37,7 +38,7 @@ from tfrecord_pipelines.report.component_costs import (
     example_gen_shard_plan,
 )
 from tfrecord_pipelines.report.evaluation import LabelClasses, read_label_classes
-from tfrecord_pipelines.report.span_window import WindowSummary, read_drift, summarize_window
+from tfrecord_pipelines.report.span_window import read_drift, summarize_window
 
 # Nodes that pick artifacts from ML Metadata: they run, but compute nothing a user counts.
 RESOLVERS = (
