@@ -91,7 +91,7 @@ def _pipeline_node_ids(tmp_path, *flags: str) -> set[str]:
 
 
 def test_runs_over_spans_resolve_a_base_model_unless_told_not_to(tmp_path):
-    from tfrecord_pipelines.definition.baseline_model import BASE_MODEL_RESOLVER
+    from tfrecord_pipelines.components.daily.baseline_model import BASE_MODEL_RESOLVER
 
     assert BASE_MODEL_RESOLVER in _pipeline_node_ids(tmp_path)
     assert BASE_MODEL_RESOLVER not in _pipeline_node_ids(tmp_path, "--no-warm-start")

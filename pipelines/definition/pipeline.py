@@ -37,6 +37,10 @@ from tfx.types import BaseChannel
 
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.curated_schema import CuratedSchemaGen
+from tfrecord_pipelines.components.daily.baseline_model import (
+    base_model_resolver,
+    baseline_model_resolver,
+)
 from tfrecord_pipelines.components.daily.component import RecordRun, SpanWindow
 from tfrecord_pipelines.components.daily.resolvers import (
     CACHE_KEY,
@@ -59,10 +63,6 @@ from tfrecord_pipelines.components.keys import (
     TRANSFORM_ID,
 )
 from tfrecord_pipelines.definition import nodes
-from tfrecord_pipelines.definition.baseline_model import (
-    base_model_resolver,
-    baseline_model_resolver,
-)
 from tfrecord_pipelines.definition.config import PipelineConfig
 
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 from tfrecord_pipelines.components import keys
+from tfrecord_pipelines.components.daily.baseline_model import (
+    BASE_MODEL_RESOLVER,
+    BASELINE_RESOLVER,
+)
 from tfrecord_pipelines.components.daily.resolvers import (
     ANALYZER_CACHE_RESOLVER,
     PREVIOUS_SPAN_RESOLVER,
@@ -30,7 +34,6 @@ from tfrecord_pipelines.components.trainer.training_length import (
     read_training_report,
 )
 from tfrecord_pipelines.components.trainer.warm_start import read_report as read_warm_start
-from tfrecord_pipelines.definition.baseline_model import BASE_MODEL_RESOLVER, BASELINE_RESOLVER
 from tfrecord_pipelines.local.run_record import NodeExecution, read_run
 from tfrecord_pipelines.report.component_costs import (
     ComponentCost,
