@@ -24,9 +24,7 @@ Transform writes them for it.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ml_metadata.proto import metadata_store_pb2
 from tfx.components import ExampleValidator, SchemaGen
@@ -37,28 +35,16 @@ from tfx.types import BaseChannel
 
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.curated_schema import CuratedSchemaGen
-from tfrecord_pipelines.components.daily.baseline_model import (
-    base_model_resolver,
-    baseline_model_resolver,
-)
-from tfrecord_pipelines.components.daily.component import RecordRun, SpanWindow
-from tfrecord_pipelines.components.daily.resolvers import (
-    CACHE_KEY,
-    analyzer_cache_resolver,
-    previous_span_statistics_resolver,
-    span_window_resolver,
-)
+from tfrecord_pipelines.components.daily import earlier as earlier_runs
+from tfrecord_pipelines.components.daily.baseline_model import baseline_model_resolver
 from tfrecord_pipelines.components.drift.component import DriftCheck
-from tfrecord_pipelines.components.example_gen import ShardedExampleGen
 from tfrecord_pipelines.components.keys import (
     DRIFT_CHECK_ID,
     EVALUATOR_ID,
     EXAMPLE_GEN_ID,
     EXAMPLE_VALIDATOR_ID,
     PUSHER_ID,
-    RECORD_RUN_ID,
     SCHEMA_IMPORT_ID,
-    SPAN_WINDOW_ID,
     TRAINER_ID,
     TRANSFORM_ID,
 )
@@ -104,97 +90,6 @@ def create_backfill_pipeline(
         metadata_connection_config=metadata_connection_config,
         beam_pipeline_args=list(beam_pipeline_args),
         enable_cache=True,
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class _Earlier:
-    """What a run builds on from earlier runs, and the nodes that find it.
-
-    Attributes:
-      nodes: the Resolvers (local runs) or SpanWindow (Kubeflow).
-      examples: what Transform and the Trainer read: the window's conversions,
-        or ExampleGen's own.
-      windowed: whether ``examples`` is a window of spans.
-      window_statistics: a window's statistics, one per span (Transform's
-        analysis); None without a window (ExampleGen's own).
-      analyzer_cache: Transform's analyzer cache of earlier spans, or None (off).
-      base_model: the Trainer's warm-start model, or None.
-      baseline_model: the Evaluator's baseline, the latest blessed model; None:
-        resolved after the Trainer (local runs) or none.
-      previous_statistics: the previous span's statistics for DriftCheck, or
-        None: no drift check.
-      span_window: SpanWindow, whose window RecordRun records, or None.
-    """
-
-    nodes: tuple[BaseNode, ...] = ()
-    examples: Any = None
-    windowed: bool = False
-    window_statistics: Any = None
-    analyzer_cache: Any = None
-    base_model: Any = None
-    baseline_model: Any = None
-    previous_statistics: Any = None
-    span_window: SpanWindow | None = None
-
-
-def _from_resolvers(
-    config: PipelineConfig, example_gen: ShardedExampleGen, compare_to_latest_blessed: bool
-) -> _Earlier:
-    """A local run's: TFX Resolvers over ML Metadata (``daily.resolvers``)."""
-    in_spans = bool(config.source.spans) and config.span is not None
-    nodes, examples, cache = [], example_gen.outputs[keys.EXAMPLES_KEY], None
-    window_statistics = None
-    if config.window:
-        if config.span is None:
-            raise ValueError("A window of spans needs its last span: set config.span.")
-        window = span_window_resolver(example_gen, config.window, config.span)
-        cache = analyzer_cache_resolver(TRANSFORM_ID, config.span)
-        nodes += [window, cache]
-        examples = window.outputs[keys.EXAMPLES_KEY]
-        window_statistics = window.outputs[keys.STATISTICS_KEY]
-    base_model = previous = None
-    if compare_to_latest_blessed and in_spans and config.warm_start:
-        warm_start = base_model_resolver(TRAINER_ID, EVALUATOR_ID, config.span)
-        nodes.append(warm_start)
-        base_model = warm_start.outputs[keys.MODEL_KEY]
-    if compare_to_latest_blessed and in_spans:
-        resolver = previous_span_statistics_resolver(EXAMPLE_GEN_ID, config.span)
-        nodes.append(resolver)
-        previous = resolver.outputs[keys.STATISTICS_KEY]
-    return _Earlier(
-        nodes=tuple(nodes),
-        examples=examples,
-        windowed=bool(config.window),
-        window_statistics=window_statistics,
-        analyzer_cache=cache.outputs[CACHE_KEY] if cache else None,
-        base_model=base_model,
-        previous_statistics=previous,
-    )
-
-
-def _from_daily_state(
-    config: PipelineConfig, example_gen: ShardedExampleGen, state_dir: str
-) -> _Earlier:
-    """A Kubeflow run's: SpanWindow over the daily state in ``state_dir``."""
-    window = SpanWindow(
-        examples=example_gen.outputs[keys.EXAMPLES_KEY],
-        statistics=example_gen.outputs[keys.STATISTICS_KEY],
-        quarantine=example_gen.outputs[keys.QUARANTINE_KEY],
-        state_dir=state_dir,
-        window=config.window,
-        data_pattern=config.source.spans.path,
-    ).with_id(SPAN_WINDOW_ID)
-    return _Earlier(
-        nodes=(window,),
-        examples=window.outputs[keys.WINDOW_KEY],
-        windowed=True,
-        window_statistics=window.outputs[keys.WINDOW_STATISTICS_KEY],
-        analyzer_cache=window.outputs[keys.ANALYZER_CACHE_KEY],
-        base_model=window.outputs[keys.BASE_MODEL_KEY] if config.warm_start else None,
-        baseline_model=window.outputs[keys.BASELINE_MODEL_KEY],
-        previous_statistics=window.outputs[keys.PREVIOUS_STATISTICS_KEY],
-        span_window=window,
     )
 
 
@@ -244,11 +139,7 @@ def create_pipeline(
         config, config.span if requested_span is None else requested_span
     )
     statistics = example_gen.outputs[keys.STATISTICS_KEY]
-    earlier = (
-        _from_daily_state(config, example_gen, state_dir)
-        if state_dir
-        else _from_resolvers(config, example_gen, compare_to_latest_blessed)
-    )
+    earlier = _earlier_runs(config, example_gen, state_dir, compare_to_latest_blessed)
     schema_gen, example_validator = _schema_and_validation(curated_schema, statistics)
     schema = schema_gen.outputs[keys.SCHEMA_KEY]
     transform, trainer = _transform_and_train(config, earlier, statistics, schema)
@@ -264,7 +155,7 @@ def create_pipeline(
     checked = [example_gen, schema_gen, example_validator, *earlier.nodes]
     components = [*checked, transform, trainer, *judged]
     if earlier.span_window:
-        components.append(_record_run(earlier, transform, trainer, blessing, state_dir))
+        components.append(earlier_runs.record_run(earlier, transform, trainer, blessing, state_dir))
     if last_task is not None:
         # Built before the Pipeline: TFX accepts only the nodes that exist when it is.
         components.append(last_task({c.id: c for c in components}))
@@ -278,6 +169,29 @@ def create_pipeline(
     )
 
 
+def _earlier_runs(
+    config: PipelineConfig, example_gen, state_dir: str | None, compare_to_latest_blessed: bool
+) -> earlier_runs.EarlierRuns:
+    """What the run builds on: SpanWindow over the daily state on Kubeflow, Resolvers over
+    ML Metadata on local runs (``daily.earlier``)."""
+    if state_dir:
+        return earlier_runs.from_daily_state(
+            example_gen,
+            state_dir,
+            window=config.window,
+            data_pattern=config.source.spans.path,
+            warm_start=config.warm_start,
+        )
+    return earlier_runs.from_resolvers(
+        example_gen,
+        window=config.window,
+        span=config.span,
+        in_spans=bool(config.source.spans) and config.span is not None,
+        warm_start=config.warm_start,
+        compare_to_latest_blessed=compare_to_latest_blessed,
+    )
+
+
 def _schema_and_validation(curated_schema, statistics) -> tuple:
     """The schema (the curated one, or SchemaGen's inferred from the statistics) and the
     ExampleValidator that holds the statistics to it."""
@@ -286,17 +200,6 @@ def _schema_and_validation(curated_schema, statistics) -> tuple:
         statistics=statistics, schema=schema_gen.outputs[keys.SCHEMA_KEY]
     ).with_id(EXAMPLE_VALIDATOR_ID)
     return schema_gen, example_validator
-
-
-def _record_run(earlier, transform, trainer, blessing, state_dir: str) -> RecordRun:
-    """Kubeflow's window: the run's model, blessing and analyzer cache, into the daily state."""
-    return RecordRun(
-        examples=earlier.examples,
-        model=trainer.outputs[keys.MODEL_KEY],
-        blessing=blessing,
-        state_dir=state_dir,
-        analyzer_cache=transform.outputs[keys.UPDATED_ANALYZER_CACHE_KEY],
-    ).with_id(RECORD_RUN_ID)
 
 
 def _transform_and_train(config: PipelineConfig, earlier, statistics, schema) -> tuple:
