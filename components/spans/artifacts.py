@@ -8,10 +8,13 @@ conversion's span without the window's rules.
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-from tfx import types
+from typing import TYPE_CHECKING
 
 from tfrecord_pipelines.components.keys import SPAN_PROPERTY, VERSION_PROPERTY
+
+if TYPE_CHECKING:
+    # Types only: the command line reads the window's rules before anything slow is imported.
+    from tfx import types
 
 
 def has_span(artifact: types.Artifact) -> bool:
