@@ -11,18 +11,18 @@ import hashlib
 
 from tfx import types
 from tfx.components.schema_gen.import_schema_gen.component import ImportSchemaGen
-from tfx.dsl.io import fileio
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ExecutionParameter
 
 from tfrecord_pipelines.components import keys
+from tfrecord_pipelines.components.storage import filesystem
 
 
 def file_digest(path: str) -> str | None:
     """The SHA-256 of a file's bytes, or None when it cannot be read from here."""
-    if not fileio.exists(path):
+    if not filesystem.exists(path):
         return None
-    with fileio.open(path, "rb") as f:
+    with filesystem.open_file(path, "rb") as f:
         return "sha256:" + hashlib.sha256(f.read()).hexdigest()
 
 

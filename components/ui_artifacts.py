@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tfx.dsl.io import fileio
 from tfx.types.artifact import Artifact
 from tfx.types.value_artifact import ValueArtifact
+
+from tfrecord_pipelines.components.storage import filesystem
 
 CONFUSION_MATRIX_KEY = "confusionMatrix"
 CONFIDENCE_METRICS_KEY = "confidenceMetrics"
@@ -114,5 +115,5 @@ def log_roc_curve(
 
 def write_text(artifact: Artifact, text: str) -> None:
     """Writes a Markdown or HTML artifact's page at its URI."""
-    with fileio.open(artifact.uri, "w") as f:
+    with filesystem.open_file(artifact.uri, "w") as f:
         f.write(text)

@@ -22,6 +22,7 @@ from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from tfrecord_pipelines.components import keys
+from tfrecord_pipelines.components.storage import filesystem
 
 # ExampleGen's parameters that name the span rather than how it is converted.
 _SPAN_PARAMETERS = {keys.REQUESTED_SPAN_KEY, "range_config"}
@@ -32,8 +33,6 @@ RECORDED_OUTPUTS = (keys.EXAMPLES_KEY, keys.STATISTICS_KEY, keys.QUARANTINE_KEY)
 
 def _schema_digest(executor_input: pipeline_spec_pb2.ExecutorInput) -> str:
     """A digest of the curated schema's files, or "" without one."""
-    from tfrecord_pipelines.components.storage import filesystem
-
     schemas = executor_input.inputs.artifacts.get(keys.SCHEMA_KEY)
     digest = hashlib.sha256()
     for artifact in schemas.artifacts if schemas else []:
@@ -118,7 +117,6 @@ def _same_conversion(recorded, wanted) -> bool:
 
 def _reuse(record: dict, executor_input: pipeline_spec_pb2.ExecutorInput) -> None:
     """Writes the executor output that hands on ``record``'s conversion instead of a new one."""
-    import tensorflow as tf
 
     output = pipeline_spec_pb2.ExecutorOutput()
     examples_uri = record[keys.EXAMPLES_KEY]["artifact"]["uri"]
@@ -132,10 +130,10 @@ def _reuse(record: dict, executor_input: pipeline_spec_pb2.ExecutorInput) -> Non
                 [member] if member else []
             )
         elif name == keys.SUMMARY_KEY:
-            with tf.io.gfile.GFile(given.uri, "w") as f:
+            with filesystem.open_file(given.uri, "w") as f:
                 f.write(
                     "# ShardedExampleGen\n\nThis span's files, settings and schema were "
                     f"converted by an earlier run; its conversion is reused: `{examples_uri}`.\n"
                 )
-    with tf.io.gfile.GFile(executor_input.outputs.output_file, "w") as f:
+    with filesystem.open_file(executor_input.outputs.output_file, "w") as f:
         f.write(json_format.MessageToJson(output))

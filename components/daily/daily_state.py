@@ -48,18 +48,16 @@ def _digest(text: str) -> str:
 
 def _write_once(path: str, record: dict) -> str:
     """Writes ``record`` at ``path`` unless it is there already (a re-run's same record)."""
-    import tensorflow as tf
 
-    if not tf.io.gfile.exists(path):
+    if not filesystem.exists(path):
         filesystem.make_folder(os.path.dirname(path))
-        with tf.io.gfile.GFile(path, "w") as f:
+        with filesystem.open_file(path, "w") as f:
             f.write(json.dumps({"format": _FORMAT, **record}, sort_keys=True))
     return path
 
 
 def _read_all(folder: str) -> list[tuple[str, dict]]:
     """(path, record) of every record below ``folder``, oldest name first."""
-    import tensorflow as tf
 
     if not filesystem.isdir(folder):
         return []
@@ -67,7 +65,7 @@ def _read_all(folder: str) -> list[tuple[str, dict]]:
     for path in sorted(filesystem.walk_files(folder)):
         if not path.endswith(".json"):
             continue
-        with tf.io.gfile.GFile(path) as f:
+        with filesystem.open_file(path) as f:
             found.append((path, json.loads(f.read())))
     return found
 

@@ -22,6 +22,8 @@ from tensorflow_model_analysis.metrics import metric_specs, metric_types
 from tensorflow_model_analysis.proto import config_pb2, validation_result_pb2
 from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as writer
 
+from tfrecord_pipelines.components.storage import filesystem
+
 _SHARD = "-00000-of-00001.tfrecord"
 
 
@@ -62,7 +64,7 @@ def write(
     model_locations: dict[str, str],
 ) -> None:
     """Writes the evaluation folder TFMA's ``load_eval_result`` reads."""
-    tf.io.gfile.makedirs(output_dir)
+    filesystem.make_folder(output_dir)
     metrics, plots, attributions = [], [], []
     for slice_key, values in sliced:
         plot_values = {k: v for k, v in values.items() if isinstance(k, metric_types.PlotKey)}
@@ -90,5 +92,5 @@ def write(
         file_format="tfrecord",
         model_locations=model_locations,
     )
-    with tf.io.gfile.GFile(os.path.join(output_dir, "eval_config.json"), "w") as f:
+    with filesystem.open_file(os.path.join(output_dir, "eval_config.json"), "w") as f:
         f.write(json_format.MessageToJson(run))

@@ -20,7 +20,6 @@ import os
 import time
 
 import numpy as np
-import tensorflow as tf
 import tensorflow_model_analysis as tfma
 from tfx.components.evaluator import constants
 from tfx.components.evaluator import executor as tfx_executor
@@ -39,6 +38,7 @@ from tfrecord_pipelines.components.evaluator.predictions import (
     SliceValues,
     read_batches,
 )
+from tfrecord_pipelines.components.storage import filesystem
 
 _DEFAULT_SPLITS = ["eval"]
 
@@ -161,8 +161,8 @@ def _split_files(examples: list, splits: list[str] | None) -> list[str]:
             files.extend(
                 sorted(
                     path
-                    for path in tf.io.gfile.glob(io_utils.all_files_pattern(uri))
-                    if not tf.io.gfile.isdir(path)
+                    for path in filesystem.glob(io_utils.all_files_pattern(uri))
+                    if not filesystem.isdir(path)
                 )
             )
     if not files:

@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Sequence
 
-import tensorflow as tf
+from tfrecord_pipelines.components.storage import filesystem
 
 POSITIVE_CLASS_ID = 1
 LABEL_CLASSES_FILE = "label_classes.json"
@@ -25,9 +25,9 @@ LABEL_CLASSES_FILE = "label_classes.json"
 def read_vocabulary(model_path: str, vocabulary_file: str) -> list[str]:
     """The model's label vocabulary, in class-id order (from its serving model's assets)."""
     path = os.path.join(model_path, "assets", vocabulary_file)
-    if not tf.io.gfile.exists(path):
+    if not filesystem.exists(path):
         raise ValueError(f"The model has no label vocabulary {vocabulary_file!r} at {path}.")
-    with tf.io.gfile.GFile(path) as f:
+    with filesystem.open_file(path) as f:
         return [line.rstrip("\n") for line in f]
 
 
@@ -58,16 +58,16 @@ def with_positive_class(eval_config, class_id: int):
 
 def write(evaluation_dir: str, classes: list[str], positive_class: str | None) -> None:
     """Writes the class names (by id) and the positive class beside an evaluation."""
-    with tf.io.gfile.GFile(os.path.join(evaluation_dir, LABEL_CLASSES_FILE), "w") as f:
+    with filesystem.open_file(os.path.join(evaluation_dir, LABEL_CLASSES_FILE), "w") as f:
         json.dump({"classes": classes, "positive_class": positive_class}, f)
 
 
 def read(evaluation_dir: str) -> tuple[list[str], str | None] | None:
     """(class names by id, positive class) written beside an evaluation; None if none were."""
     path = os.path.join(evaluation_dir, LABEL_CLASSES_FILE)
-    if not tf.io.gfile.exists(path):
+    if not filesystem.exists(path):
         return None
-    with tf.io.gfile.GFile(path) as f:
+    with filesystem.open_file(path) as f:
         found = json.load(f)
     return found["classes"], found["positive_class"]
 

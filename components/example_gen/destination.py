@@ -16,8 +16,6 @@ import os
 import shutil
 from collections.abc import Iterator
 
-from tfx.dsl.io import fileio
-
 from tfrecord_pipelines.components.storage import filesystem
 
 
@@ -26,7 +24,7 @@ class DestinationInUse(ValueError):
 
 
 def _in_use(dest: str, in_place: str) -> bool:
-    return fileio.exists(dest) and bool(set(fileio.listdir(dest)) - {in_place, in_place + "/"})
+    return filesystem.exists(dest) and bool(set(filesystem.listdir(dest)) - {in_place})
 
 
 @contextlib.contextmanager
@@ -53,8 +51,8 @@ def fresh_destination(dest: str, *, overwrite: bool, in_place: str) -> Iterator[
             "pass --overwrite to replace them, or choose an empty folder."
         )
     if filesystem.is_remote(dest):
-        if fileio.exists(dest):
-            fileio.rmtree(dest)
+        if filesystem.exists(dest):
+            filesystem.remove_tree(dest)
         yield dest
         return
     dest = os.path.abspath(dest)

@@ -8,7 +8,6 @@ import os
 from typing import Any
 
 import apache_beam as beam
-import tensorflow as tf
 from absl import logging
 from tensorflow_metadata.proto.v0 import schema_pb2
 from tfx import types
@@ -59,6 +58,7 @@ from tfrecord_pipelines.components.example_gen.split_sizing import (
     is_default_split,
     size_eval_split,
 )
+from tfrecord_pipelines.components.storage import filesystem
 
 _SPILL_DIR = ".spill"
 
@@ -351,8 +351,8 @@ class Executor(BaseExampleGenExecutor):
             for name, folder in conversion.split_dirs.items()
         }
         # Spill files of bundles a runner retried were never read.
-        if tf.io.gfile.exists(conversion.spill_dir):
-            tf.io.gfile.rmtree(conversion.spill_dir)
+        if filesystem.exists(conversion.spill_dir):
+            filesystem.remove_tree(conversion.spill_dir)
         if on_spark and conversion.statistics_paths:
             logging.info("Describing the shards Spark wrote (TFDV runs on Beam only).")
             with self._make_beam_pipeline() as pipeline:
@@ -416,9 +416,9 @@ def _publish(
     """Writes the shard plan beside the splits and on the artifacts."""
     # Written whole or not at all: a plan is the mark of a complete conversion.
     path = plan_path(examples.uri)
-    with tf.io.gfile.GFile(path + ".partial", "w") as f:
+    with filesystem.open_file(path + ".partial", "w") as f:
         json.dump(report.to_json(), f, indent=2)
-    tf.io.gfile.rename(path + ".partial", path, overwrite=True)
+    filesystem.replace(path + ".partial", path)
     examples_utils.set_payload_format(examples, example_gen_pb2.FORMAT_TF_EXAMPLE)
     # TFX names every TFRecord format 'tfrecords_gzip'; readers detect GZIP by '.gz'.
     examples_utils.set_file_format(examples, "tfrecords_gzip")

@@ -7,7 +7,7 @@ import dataclasses
 import json
 import os
 
-import tensorflow as tf
+from tfrecord_pipelines.components.storage import filesystem
 
 # Beam output tag for quarantined input, beside the main output of examples.
 QUARANTINE_TAG = "quarantine"
@@ -73,8 +73,8 @@ def summarize_quarantine(folder: str, num_examples: int = 3) -> QuarantineSummar
     """Counts the quarantine files in ``folder`` and keeps the first records."""
     count, by_reason, examples = 0, collections.Counter(), []
     pattern = os.path.join(folder, f"{QUARANTINE_FILE_PREFIX}*{QUARANTINE_FILE_SUFFIX}")
-    for path in sorted(tf.io.gfile.glob(pattern)):
-        with tf.io.gfile.GFile(path) as f:
+    for path in sorted(filesystem.glob(pattern)):
+        with filesystem.open_file(path) as f:
             for line in f:
                 if not line.strip():
                     continue

@@ -34,6 +34,7 @@ from tfrecord_pipelines.components.example_gen.shard_plan import (
     plan_shards,
 )
 from tfrecord_pipelines.components.example_gen.spill import Spilled, read_spilled
+from tfrecord_pipelines.components.storage import filesystem
 
 SHARD_PREFIX = "data_tfrecord"
 # Merged shards wait under this prefix until finalize_split numbers them.
@@ -123,7 +124,7 @@ class PieceWriter:
             shard = plan.shard_of(record)
             entry = self._writers.get(shard)
             if entry is None:
-                tf.io.gfile.makedirs(self._pieces_dir)
+                filesystem.make_folder(self._pieces_dir)
                 path = os.path.join(self._pieces_dir, f"{self._name}-{shard:05d}")
                 entry = self._writers[shard] = [tf.io.TFRecordWriter(path, self._options), path, 0]
             entry[0].write(record)
@@ -154,17 +155,17 @@ def merge_pieces(pieces: Iterable[tuple[str, int]], path: str, *, remove: bool) 
     pieces = sorted(pieces)
     if remove and len(pieces) == 1:
         ((piece, count),) = pieces
-        tf.io.gfile.rename(piece, path, overwrite=True)
+        filesystem.replace(piece, path)
         return count
     count = 0
-    with tf.io.gfile.GFile(path, "wb") as shard:
+    with filesystem.open_file(path, "wb") as shard:
         for piece, piece_count in pieces:
-            with tf.io.gfile.GFile(piece, "rb") as f:
+            with filesystem.open_file(piece, "rb") as f:
                 while chunk := f.read(_COPY_BYTES):
                     shard.write(chunk)
             count += piece_count
             if remove:
-                tf.io.gfile.remove(piece)
+                filesystem.remove(piece)
     return count
 
 
@@ -177,7 +178,7 @@ def write_outcome(shards: list[dict], plan: ShardPlan | None, path: str) -> None
         "records_measured": plan.num_records if plan else 0,
         "shards": sorted(shards, key=lambda s: s["index"]),
     }
-    with tf.io.gfile.GFile(path, "w") as f:
+    with filesystem.open_file(path, "w") as f:
         json.dump(outcome, f)
 
 
@@ -193,21 +194,19 @@ def finalize_split(split_dir: str, outcome_path: str, compression: str) -> dict:
       RuntimeError: if fewer records were written than were measured, so
         that a runner's loss of data never passes silently.
     """
-    with tf.io.gfile.GFile(outcome_path) as f:
+    with filesystem.open_file(outcome_path) as f:
         outcome = json.load(f)
-    tf.io.gfile.remove(outcome_path)
+    filesystem.remove(outcome_path)
     # Pieces of retried bundles were never merged.
-    if tf.io.gfile.exists(pieces_dir(split_dir)):
-        tf.io.gfile.rmtree(pieces_dir(split_dir))
+    if filesystem.exists(pieces_dir(split_dir)):
+        filesystem.remove_tree(pieces_dir(split_dir))
     shards = outcome.pop("shards")
     finals = []
     for number, shard in enumerate(shards):
         name = f"{SHARD_PREFIX}-{number:05d}-of-{len(shards):05d}{shard_suffix(compression)}"
         final = os.path.join(split_dir, name)
-        tf.io.gfile.rename(shard["path"], final, overwrite=True)
-        finals.append(
-            {"file": name, "records": shard["records"], "bytes": tf.io.gfile.stat(final).length}
-        )
+        filesystem.replace(shard["path"], final)
+        finals.append({"file": name, "records": shard["records"], "bytes": filesystem.size(final)})
     outcome["shards"] = finals
     outcome["records"] = sum(s["records"] for s in finals)
     outcome["bytes"] = sum(s["bytes"] for s in finals)

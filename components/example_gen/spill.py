@@ -18,6 +18,7 @@ import os
 import tensorflow as tf
 
 from tfrecord_pipelines.components.example_gen.record_sample import RecordSample
+from tfrecord_pipelines.components.storage import filesystem
 
 _PROGRESS_EVERY = 250_000
 
@@ -78,7 +79,7 @@ class SpillWriter:
         """Writes one split's records."""
         entry = self._open.get(split)
         if entry is None:
-            tf.io.gfile.makedirs(self._spill_dir)
+            filesystem.make_folder(self._spill_dir)
             path = os.path.join(self._spill_dir, f"{split}-{self._name}.tfrecord")
             entry = self._open[split] = {
                 "writer": tf.io.TFRecordWriter(path), "path": path, "records": 0,

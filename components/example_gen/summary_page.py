@@ -7,19 +7,19 @@ no record is read again.
 
 from __future__ import annotations
 
-import tensorflow as tf
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
 from tfrecord_pipelines.components.example_gen.shard_plan_report import ShardPlanReport
+from tfrecord_pipelines.components.storage import filesystem
 
 TOP_VALUES_SHOWN = 3
 _DESCRIBED_SPLIT = "train"
 
 
 def _statistics(path: str) -> statistics_pb2.DatasetFeatureStatistics | None:
-    if not tf.io.gfile.exists(path):
+    if not filesystem.exists(path):
         return None
-    with tf.io.gfile.GFile(path, "rb") as f:
+    with filesystem.open_file(path, "rb") as f:
         found = statistics_pb2.DatasetFeatureStatisticsList.FromString(f.read())
     return found.datasets[0] if found.datasets else None
 

@@ -1,9 +1,13 @@
-"""File look-ups for local paths and bucket URIs, without importing TensorFlow for local ones.
+"""The project's one file access, for local paths and bucket URIs alike.
 
-The command line checks a data folder before anything slow is imported;
-TensorFlow's import alone takes several seconds. Local paths go through
-``os``; URIs (``gs://``, ``s3://``, ...) through ``tf.io.gfile``, imported
-only then, so remote data folders work the same way.
+Every module reads, writes, lists and removes files through here (TFX's
+components' own code goes through TFX's ``fileio``, which ``object_stores``
+points at the same fixes). Local paths go through ``os``, without importing
+TensorFlow: the command line checks a data folder before anything slow is
+imported, and TensorFlow's import alone takes several seconds. URIs
+(``gs://``, ``s3://``, ...) go through ``tf.io.gfile``, imported only then,
+with what the emulators and the stores need: a glob level by level, no
+folder placeholder objects, reads that never seek past the end.
 
 In a bucket every look-up is a request. Resolving what ``--data`` names asks
 of the same folders many times (its format, its files, their columns, the
@@ -168,6 +172,17 @@ def open_binary(path: str):
     return io.BufferedReader(_GFileReader(path), buffer_size=1 << 20)
 
 
+def open_file(path: str, mode: str = "r"):
+    """Opens ``path`` as ``tf.io.gfile.GFile`` would, local or in a bucket: text (UTF-8,
+    line endings as written) or bytes with ``b`` in ``mode``. Local files through Python,
+    URIs through TensorFlow."""
+    if is_remote(path):
+        return _gfile().GFile(path, mode)
+    if "b" in mode:
+        return open(path, mode)
+    return open(path, mode, encoding="utf-8", newline="")
+
+
 def open_text(path: str):
     """Opens ``path`` for reading UTF-8 text, with universal newlines."""
     return io.TextIOWrapper(open_binary(path), encoding="utf-8", newline="")
@@ -258,6 +273,23 @@ def copy_tree(source: str, destination: str, last: tuple[str, ...] = ()) -> None
             _gfile().copy(prefix + relative, target, overwrite=True)
         else:
             shutil.copyfile(prefix + relative, target)
+
+
+def remove(path: str) -> None:
+    """Deletes file ``path``."""
+    if is_remote(path):
+        _gfile().remove(path)
+    else:
+        os.remove(path)
+
+
+def replace(source: str, destination: str) -> None:
+    """Renames file ``source`` to ``destination``, replacing a file already there (locally
+    at once: a reader sees the old file or the new one, never part of one)."""
+    if is_remote(source):
+        _gfile().rename(source, destination, overwrite=True)
+    else:
+        os.replace(source, destination)
 
 
 def remove_tree(path: str) -> None:

@@ -394,7 +394,7 @@ def split_label(features: Features, label_key: str | None):
 def _cache_path(prefix: str) -> str:
     folder = os.path.dirname(prefix)
     if folder:
-        tf.io.gfile.makedirs(folder)
+        filesystem.make_folder(folder)
     return prefix
 
 
@@ -410,6 +410,6 @@ def feature_spec_from_schema(schema) -> dict:
     from tensorflow_transform.tf_metadata import schema_utils
 
     if isinstance(schema, str):
-        with tf.io.gfile.GFile(schema) as f:
+        with filesystem.open_file(schema) as f:
             schema = text_format.Parse(f.read(), schema_pb2.Schema())
     return schema_utils.schema_as_feature_spec(schema).feature_spec

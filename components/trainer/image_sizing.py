@@ -13,6 +13,7 @@ import statistics
 
 import tensorflow as tf
 
+from tfrecord_pipelines.components.storage import filesystem
 from tfrecord_pipelines.components.trainer.dataset import infer_compression, list_files
 
 SAMPLE_RECORDS = 256
@@ -82,5 +83,5 @@ def sample_images(file_pattern, feature: str, num_records: int = SAMPLE_RECORDS)
     return ImageSample(
         median_side=int(statistics.median(sides)),
         mean_record_bytes=statistics.fmean(sizes),
-        file_bytes=sum(tf.io.gfile.stat(f).length for f in files),
+        file_bytes=sum(filesystem.size(f) for f in files),
     )

@@ -24,6 +24,7 @@ import os
 
 import tensorflow as tf
 
+from tfrecord_pipelines.components.storage import filesystem
 from tfrecord_pipelines.components.trainer.data_service import (
     DataService,
     DataServiceError,
@@ -157,9 +158,9 @@ def last_epoch_share(output_dir: str) -> float | None:
     None if there is no report (or it holds no epoch).
     """
     path = os.path.join(output_dir, REPORT_FILE)
-    if not tf.io.gfile.exists(path):
+    if not filesystem.exists(path):
         return None
-    with tf.io.gfile.GFile(path) as f:
+    with filesystem.open_file(path) as f:
         epochs = json.load(f)["epochs"]
     return epochs[-1][METRIC_NAME] if epochs else None
 
@@ -213,6 +214,6 @@ class InputStallReport(tf.keras.callbacks.Callback):
             "input_bound_above": INPUT_BOUND_SHARE,
             "data_service": self._service.address if self._service else None,
         }
-        tf.io.gfile.makedirs(os.path.dirname(self._path))
-        with tf.io.gfile.GFile(self._path, "w") as f:
+        filesystem.make_folder(os.path.dirname(self._path))
+        with filesystem.open_file(self._path, "w") as f:
             json.dump(report, f, indent=2)

@@ -18,6 +18,8 @@ import os
 
 import tensorflow as tf
 
+from tfrecord_pipelines.components.storage import filesystem
+
 BACKUP_FOLDER = "backup"
 # In the model run folder: how many steps came from an interrupted execution.
 RESUME_REPORT = "resume.json"
@@ -53,15 +55,15 @@ def epochs_done(backup: str) -> int:
 
 def write_resume_report(model_run_dir: str, backup: str, resumed_steps: int) -> None:
     """Records in the model run folder the backup used and the steps it kept."""
-    tf.io.gfile.makedirs(model_run_dir)
-    with tf.io.gfile.GFile(os.path.join(model_run_dir, RESUME_REPORT), "w") as f:
+    filesystem.make_folder(model_run_dir)
+    with filesystem.open_file(os.path.join(model_run_dir, RESUME_REPORT), "w") as f:
         json.dump({"backup": backup, "resumed_steps": resumed_steps}, f)
 
 
 def resumed_steps(model_run_dir: str) -> int:
     """Training steps a Trainer execution took over from an interrupted one (0: none)."""
     path = os.path.join(model_run_dir, RESUME_REPORT)
-    if not tf.io.gfile.exists(path):
+    if not filesystem.exists(path):
         return 0
-    with tf.io.gfile.GFile(path) as f:
+    with filesystem.open_file(path) as f:
         return int(json.load(f)["resumed_steps"])

@@ -12,6 +12,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 from tfx.components.trainer.fn_args_utils import FnArgs
 
+from tfrecord_pipelines.components.storage import filesystem
 from tfrecord_pipelines.components.task import Task, transformed_name
 from tfrecord_pipelines.components.trainer import warm_start
 from tfrecord_pipelines.components.trainer.data_service import DataService, wait_for_workers
@@ -217,7 +218,7 @@ def run_fn(fn_args: FnArgs) -> None:
     )
     _fit(model, fn_args, train, evaluation, length.steps, options.epoch_steps, service)
     if cache and cache != CACHE_MEMORY:
-        tf.io.gfile.rmtree(os.path.dirname(cache))
+        filesystem.remove_tree(os.path.dirname(cache))
     # Without save_traces Keras does not trace every layer's call functions again beside
     # the signatures (4 of the Trainer's 7 CPU-s on a 100-step day); tf.keras loading
     # rebuilds the layers from their configs instead, which every built-in layer has.

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import tensorflow as tf
 
 from tfrecord_pipelines.components.example_gen.shard_plan_report import read_shard_plan
+from tfrecord_pipelines.components.storage import filesystem
 
 # Without a train_steps or epochs: at least one epoch, and at least this many steps.
 DEFAULT_MIN_STEPS = 1000
@@ -122,7 +123,7 @@ def split_records(file_patterns: Sequence[str]) -> int:
 
 
 def _count_records(pattern: str) -> int:
-    files = tf.io.gfile.glob(pattern)
+    files = filesystem.glob(pattern)
     logging.info("No shard plan beside %s: counting its records (one read).", pattern)
     compression = "GZIP" if files and files[0].endswith(".gz") else ""
     dataset = tf.data.TFRecordDataset(files, compression_type=compression, num_parallel_reads=8)
@@ -131,16 +132,16 @@ def _count_records(pattern: str) -> int:
 
 def write_training_report(model_run_dir: str, length: TrainingLength) -> None:
     """Writes what the training covers to ``training.json`` in the model run folder."""
-    tf.io.gfile.makedirs(model_run_dir)
-    with tf.io.gfile.GFile(os.path.join(model_run_dir, TRAINING_REPORT), "w") as f:
+    filesystem.make_folder(model_run_dir)
+    with filesystem.open_file(os.path.join(model_run_dir, TRAINING_REPORT), "w") as f:
         json.dump(length.to_json(), f)
 
 
 def read_training_report(model_run_dir: str) -> TrainingLength | None:
     """The ``TrainingLength`` a Trainer execution wrote, or None (e.g. a module file's run_fn)."""
     path = os.path.join(model_run_dir, TRAINING_REPORT)
-    if not tf.io.gfile.exists(path):
+    if not filesystem.exists(path):
         return None
-    with tf.io.gfile.GFile(path) as f:
+    with filesystem.open_file(path) as f:
         report = json.load(f)
     return TrainingLength(**{f.name: report[f.name] for f in dataclasses.fields(TrainingLength)})

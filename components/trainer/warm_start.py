@@ -25,6 +25,8 @@ import os
 import tensorflow as tf
 import tensorflow_transform as tft
 
+from tfrecord_pipelines.components.storage import filesystem
+
 # Beside the serving folder (Format-Serving) in the Model artifact.
 WARM_START_FOLDER = "warm_start"
 _WEIGHTS = "weights"
@@ -43,9 +45,9 @@ def model_inputs(
     model's share of new data)."""
     assets = os.path.join(tf_transform_output.transform_savedmodel_dir, "assets")
     vocabularies = {}
-    if tf.io.gfile.isdir(assets):
-        for name in sorted(tf.io.gfile.listdir(assets)):
-            with tf.io.gfile.GFile(os.path.join(assets, name), "rb") as f:
+    if filesystem.isdir(assets):
+        for name in sorted(filesystem.listdir(assets)):
+            with filesystem.open_file(os.path.join(assets, name), "rb") as f:
                 vocabularies[name] = hashlib.sha256(f.read()).hexdigest()
     features = {
         name: repr(spec)
@@ -65,7 +67,7 @@ def save(model: tf.keras.Model, serving_model_dir: str, inputs: dict) -> None:
     """Keeps ``model``'s weights and ``inputs`` beside its serving folder for a warm start."""
     folder = _folder(serving_model_dir)
     model.save_weights(os.path.join(folder, _WEIGHTS))
-    with tf.io.gfile.GFile(os.path.join(folder, _INPUTS_FILE), "w") as f:
+    with filesystem.open_file(os.path.join(folder, _INPUTS_FILE), "w") as f:
         json.dump(inputs, f)
 
 
@@ -122,9 +124,9 @@ def read_base_inputs(base_model: str | None) -> dict | None:
     if not base_model:
         return None
     path = os.path.join(_folder(base_model), _INPUTS_FILE)
-    if not tf.io.gfile.exists(path):
+    if not filesystem.exists(path):
         return None
-    with tf.io.gfile.GFile(path) as f:
+    with filesystem.open_file(path) as f:
         return json.load(f)
 
 
@@ -191,7 +193,7 @@ def load(model: tf.keras.Model, warm: WarmStart) -> WarmStart:
 
 def write_report(model_run_dir: str, warm: WarmStart, steps: int, from_scratch: int) -> None:
     """Records in the model run folder whether the training warm-started, and its steps."""
-    tf.io.gfile.makedirs(model_run_dir)
+    filesystem.make_folder(model_run_dir)
     report = {
         "base_model": warm.base_model,
         "warm_started": warm.weights is not None,
@@ -200,14 +202,14 @@ def write_report(model_run_dir: str, warm: WarmStart, steps: int, from_scratch: 
         "steps": steps,
         "steps_from_scratch": from_scratch,
     }
-    with tf.io.gfile.GFile(os.path.join(model_run_dir, WARM_START_REPORT), "w") as f:
+    with filesystem.open_file(os.path.join(model_run_dir, WARM_START_REPORT), "w") as f:
         json.dump(report, f)
 
 
 def read_report(model_run_dir: str) -> dict | None:
     """What ``write_report`` recorded, or None (a module file's run_fn, an older model)."""
     path = os.path.join(model_run_dir, WARM_START_REPORT)
-    if not tf.io.gfile.exists(path):
+    if not filesystem.exists(path):
         return None
-    with tf.io.gfile.GFile(path) as f:
+    with filesystem.open_file(path) as f:
         return json.load(f)

@@ -30,7 +30,6 @@ import os
 from absl import logging
 from tensorflow_metadata.proto.v0 import schema_pb2
 from tfx.components.transform import executor as tfx_executor
-from tfx.dsl.io import fileio
 from tfx.types import artifact_utils
 from tfx.utils import io_utils, json_utils
 
@@ -39,6 +38,7 @@ from tfrecord_pipelines.components.categorical import categorical_integers
 from tfrecord_pipelines.components.example_gen.statistics import STATISTICS_FILE
 from tfrecord_pipelines.components.keys import ANALYSIS_KEY, STATISTICS_KEY
 from tfrecord_pipelines.components.spans.artifacts import span_of
+from tfrecord_pipelines.components.storage import filesystem
 from tfrecord_pipelines.components.transform import in_place_analysis
 from tfrecord_pipelines.components.transform.in_place_analysis import ANALYZED_SPLIT
 from tfrecord_pipelines.components.transform.preprocessing import CATEGORICAL_INTEGERS_KEY
@@ -51,9 +51,9 @@ _MANIFEST = "MANIFEST"
 def _dataset_folder(cache_uri: str, file_pattern: str) -> str | None:
     """A dataset's folder in a cache: TFX keys datasets by a digest of their file pattern."""
     digest = hashlib.sha256(file_pattern.encode()).hexdigest()
-    if not fileio.isdir(cache_uri):
+    if not filesystem.isdir(cache_uri):
         return None
-    for name in fileio.listdir(cache_uri):
+    for name in filesystem.listdir(cache_uri):
         if name.rstrip("/").endswith(digest):
             return os.path.join(cache_uri, name.rstrip("/"))
     return None
@@ -61,9 +61,9 @@ def _dataset_folder(cache_uri: str, file_pattern: str) -> str | None:
 
 def _manifest(folder: str | None) -> bytes | None:
     path = os.path.join(folder, _MANIFEST) if folder else None
-    if not path or not fileio.exists(path):
+    if not path or not filesystem.exists(path):
         return None
-    with fileio.open(path, "rb") as f:
+    with filesystem.open_file(path, "rb") as f:
         return f.read()
 
 

@@ -40,10 +40,10 @@ import os
 import re
 import tempfile
 
-import tensorflow as tf
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
 from tfrecord_pipelines.components.keys import VALUE_COUNTS_STATISTIC
+from tfrecord_pipelines.components.storage import filesystem
 
 # The custom_config key under which Transform's executor hands the built-in
 # preprocessing_fn the statistics files of the train split: one per span read.
@@ -142,7 +142,7 @@ def load(paths: tuple[str, ...]) -> TrainStatistics:
     spans = []
     for path in paths:
         statistics = statistics_pb2.DatasetFeatureStatisticsList()
-        with tf.io.gfile.GFile(path, "rb") as f:
+        with filesystem.open_file(path, "rb") as f:
             statistics.ParseFromString(f.read())
         if len(statistics.datasets) != 1:
             count = len(statistics.datasets)
@@ -159,10 +159,10 @@ def vocabulary_file(name: str, tokens: list[bytes]) -> str:
         tempfile.gettempdir(), _VOCABULARY_DIR, hashlib.sha256(content).hexdigest()[:24]
     )
     path = os.path.join(folder, name)
-    if not tf.io.gfile.exists(path):
-        tf.io.gfile.makedirs(folder)
+    if not filesystem.exists(path):
+        filesystem.make_folder(folder)
         partial = f"{path}.{os.getpid()}.partial"
-        with tf.io.gfile.GFile(partial, "wb") as f:
+        with filesystem.open_file(partial, "wb") as f:
             f.write(content)
-        tf.io.gfile.rename(partial, path, overwrite=True)
+        filesystem.replace(partial, path)
     return path

@@ -51,7 +51,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.daily import conversion_reuse
-from tfrecord_pipelines.components.storage import object_stores
+from tfrecord_pipelines.components.storage import filesystem, object_stores
 
 # Remote URI prefix -> local path prefix, as KFP's launcher maps them
 # (backend/src/v2/component/launcher_v2.go, LocalPathForURI).
@@ -267,7 +267,6 @@ def _run_example_gen_driver(
     input_config into the executor output file, which TFX's entry point reads
     as exec properties; its Examples metadata is copied into executor_input.
     """
-    from tfx.dsl.io import fileio
     from tfx.orchestration.kubeflow.v2.file_based_example_gen import driver
 
     from tfrecord_pipelines.components.spans.driver import (
@@ -288,7 +287,7 @@ def _run_example_gen_driver(
             raise
         raise missing_span_error(parameters) from None
     driver_output = pipeline_spec_pb2.ExecutorOutput()
-    with fileio.open(executor_input.outputs.output_file, "r") as f:
+    with filesystem.open_file(executor_input.outputs.output_file, "r") as f:
         json_format.Parse(f.read(), driver_output, ignore_unknown_fields=True)
     for name, artifact_list in driver_output.artifacts.items():
         for source, target in zip(
@@ -331,7 +330,6 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
       parsed: the flags from ``_parse_args`` and the Beam flags.
     """
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TFX 1.16 needs Keras 2.
-    from tfx.dsl.io import fileio
     from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
 
     args, beam_args = parsed
@@ -377,11 +375,11 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
     if local_to_remote or ui_outputs:
         output_file = executor_input.outputs.output_file
         executor_output = pipeline_spec_pb2.ExecutorOutput()
-        with fileio.open(output_file, "r") as f:
+        with filesystem.open_file(output_file, "r") as f:
             json_format.Parse(f.read(), executor_output, ignore_unknown_fields=True)
         restore_remote_uris(executor_output, local_to_remote)
         drop_tfx_version_from_ui_outputs(executor_output, ui_outputs)
-        with fileio.open(output_file, "w") as f:
+        with filesystem.open_file(output_file, "w") as f:
             f.write(json_format.MessageToJson(executor_output))
 
 

@@ -8,11 +8,11 @@ import os
 from collections.abc import Mapping
 
 import yaml
-from tfx.dsl.io import fileio
 from tfx.orchestration.data_types import RuntimeParameter
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from tfrecord_pipelines.components.keys import EXAMPLE_GEN_ID, SPAN_WINDOW_ID, TRAINER_ID
+from tfrecord_pipelines.components.storage import filesystem
 from tfrecord_pipelines.definition.config import PipelineConfig
 from tfrecord_pipelines.definition.pipeline import create_pipeline
 from tfrecord_pipelines.kubeflow.kfp_executor import DAILY_STATE_FLAG
@@ -72,7 +72,7 @@ def _complete(output_file: str, config: PipelineConfig, state_dir: str | None) -
     """What TFX's compiler cannot write into the spec, for data in spans."""
     if not config.source.spans:
         return
-    with fileio.open(output_file) as f:
+    with filesystem.open_file(output_file) as f:
         spec = yaml.safe_load(f.read())
     _default_span(spec, _span_text(config))
     if config.span is None:
@@ -82,7 +82,7 @@ def _complete(output_file: str, config: PipelineConfig, state_dir: str | None) -
     if config.window:
         _never_cached(spec, SPAN_WINDOW_ID)
         _with_daily_state(spec, state_dir)
-    with fileio.open(output_file, "w") as f:
+    with filesystem.open_file(output_file, "w") as f:
         f.write(yaml.safe_dump(spec, sort_keys=False))
 
 
@@ -201,10 +201,10 @@ def _module_file_by_path():
 
 
 def _append_platform_spec(output_file: str, placements: Mapping[str, TaskPlacement]) -> None:
-    with fileio.open(output_file) as f:
+    with filesystem.open_file(output_file) as f:
         text = f.read()
     platforms = checked_document(yaml.safe_load(text), placements)
     if not platforms:
         return
-    with fileio.open(output_file, "w") as f:
+    with filesystem.open_file(output_file, "w") as f:
         f.write(text + "---\n" + yaml.safe_dump(platforms, sort_keys=True))

@@ -13,7 +13,6 @@ import os
 import uuid
 
 import apache_beam as beam
-import tensorflow as tf
 
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions, ShardPlan
 from tfrecord_pipelines.components.example_gen.sharded_writer import (
@@ -28,6 +27,7 @@ from tfrecord_pipelines.components.example_gen.sharded_writer import (
 )
 from tfrecord_pipelines.components.example_gen.spill import Spilled, SpillWriter
 from tfrecord_pipelines.components.example_gen.split_assignment import SplitRecords
+from tfrecord_pipelines.components.storage import filesystem
 
 
 class SpillRecords(beam.DoFn):
@@ -80,7 +80,7 @@ class _WritePieces(beam.DoFn):
 
     def process(self, spilled: Spilled, plan: ShardPlan):
         self._writer.write(spilled.path, plan)
-        tf.io.gfile.remove(spilled.path)
+        filesystem.remove(spilled.path)
 
     def finish_bundle(self):
         for piece in self._writer.close():
@@ -98,7 +98,7 @@ class _MergeShard(beam.DoFn):
 
     def process(self, element):
         index, pieces = element
-        tf.io.gfile.makedirs(self._split_dir)
+        filesystem.make_folder(self._split_dir)
         path = os.path.join(self._split_dir, temp_shard_name(index, self._compression))
         yield {"index": index, "path": path, "records": merge_pieces(pieces, path, remove=True)}
 

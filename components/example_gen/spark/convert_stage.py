@@ -20,7 +20,6 @@ import os
 import signal
 
 import pyarrow as pa
-import tensorflow as tf
 
 from tfrecord_pipelines.components.data_source import IMAGES, PARQUET
 from tfrecord_pipelines.components.example_gen.csv_blocks import plan_blocks
@@ -34,6 +33,7 @@ from tfrecord_pipelines.components.example_gen.record_sample import RecordSample
 from tfrecord_pipelines.components.example_gen.sources import SourcePlan
 from tfrecord_pipelines.components.example_gen.spark.tasks import map_partitions, run_tasks
 from tfrecord_pipelines.components.example_gen.spill import Spilled, SpillWriter
+from tfrecord_pipelines.components.storage import filesystem
 
 SPILL = "spill"
 QUARANTINE = "quarantine"
@@ -120,8 +120,8 @@ class _Task:
         for output in outputs:
             if isinstance(output, QuarantineRecord):
                 if self._quarantine is None:
-                    tf.io.gfile.makedirs(self._staging_dir)
-                    self._quarantine = tf.io.gfile.GFile(self._quarantine_path, "w")
+                    filesystem.make_folder(self._staging_dir)
+                    self._quarantine = filesystem.open_file(self._quarantine_path, "w")
                 self._quarantine.write(output.to_json() + "\n")
                 self._bad += 1
             else:
@@ -221,12 +221,12 @@ def _write_quarantine(bad: list[QuarantineRecord], staging_dir: str) -> list[str
     """Writes quarantine records found by the driver; returns the file, if any."""
     if not bad:
         return []
-    tf.io.gfile.makedirs(staging_dir)
-    number = len(tf.io.gfile.listdir(staging_dir))
+    filesystem.make_folder(staging_dir)
+    number = len(filesystem.listdir(staging_dir))
     path = os.path.join(
         staging_dir, f"{QUARANTINE_FILE_PREFIX}-driver{number}{QUARANTINE_FILE_SUFFIX}"
     )
-    with tf.io.gfile.GFile(path, "w") as f:
+    with filesystem.open_file(path, "w") as f:
         f.write("".join(record.to_json() + "\n" for record in bad))
     return [path]
 

@@ -6,8 +6,6 @@ import os
 import time
 from collections.abc import Mapping
 
-import tensorflow as tf
-
 from tfrecord_pipelines.components.example_gen.quarantine import (
     QUARANTINE_FILE_PREFIX,
     QUARANTINE_FILE_SUFFIX,
@@ -22,14 +20,15 @@ from tfrecord_pipelines.components.example_gen.sources import SourcePlan
 from tfrecord_pipelines.components.example_gen.spark.convert_stage import convert_source
 from tfrecord_pipelines.components.example_gen.spark.session import spark_session
 from tfrecord_pipelines.components.example_gen.spark.shard_stage import write_shards
+from tfrecord_pipelines.components.storage import filesystem
 
 
 def _commit_quarantine(files: list[str], quarantine_uri: str) -> None:
     """Moves the successful attempts' quarantine files in, named as Beam names its files."""
-    tf.io.gfile.makedirs(quarantine_uri)
+    filesystem.make_folder(quarantine_uri)
     files = sorted(files)
     if not files:  # Beam writes one empty file; so does this
-        with tf.io.gfile.GFile(
+        with filesystem.open_file(
             os.path.join(
                 quarantine_uri, f"{QUARANTINE_FILE_PREFIX}-00000-of-00001{QUARANTINE_FILE_SUFFIX}"
             ),
@@ -39,7 +38,7 @@ def _commit_quarantine(files: list[str], quarantine_uri: str) -> None:
         return
     for number, path in enumerate(files):
         name = f"{QUARANTINE_FILE_PREFIX}-{number:05d}-of-{len(files):05d}{QUARANTINE_FILE_SUFFIX}"
-        tf.io.gfile.rename(path, os.path.join(quarantine_uri, name), overwrite=True)
+        filesystem.replace(path, os.path.join(quarantine_uri, name))
 
 
 def convert_with_spark(

@@ -14,8 +14,6 @@ from __future__ import annotations
 import collections
 import os
 
-import tensorflow as tf
-
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardPlan
 from tfrecord_pipelines.components.example_gen.sharded_writer import (
     TEMP_SHARD_PREFIX,
@@ -26,6 +24,7 @@ from tfrecord_pipelines.components.example_gen.sharded_writer import (
 )
 from tfrecord_pipelines.components.example_gen.spark.tasks import run_tasks
 from tfrecord_pipelines.components.example_gen.spill import Spilled
+from tfrecord_pipelines.components.storage import filesystem
 
 
 def _attempt() -> str:
@@ -44,7 +43,7 @@ def _write_pieces(job: tuple[str, str, str, ShardPlan, str]):
 
 def _merge_shard(job: tuple[str, str, int, list[tuple[str, int]], str]):
     split, split_dir, index, pieces, compression = job
-    tf.io.gfile.makedirs(split_dir)
+    filesystem.make_folder(split_dir)
     path = os.path.join(split_dir, f"{temp_shard_name(index, compression)}.{_attempt()}")
     return split, {
         "index": index,
@@ -94,9 +93,9 @@ def write_shards(
 
 def _remove_failed_attempts(split_dir: str, kept: set[str]) -> None:
     """Removes merged shards of attempts Spark did not keep (a killed executor's, say)."""
-    if not tf.io.gfile.exists(split_dir):
+    if not filesystem.exists(split_dir):
         return
-    for name in tf.io.gfile.listdir(split_dir):
+    for name in filesystem.listdir(split_dir):
         path = os.path.join(split_dir, name)
         if name.startswith(TEMP_SHARD_PREFIX) and path not in kept:
-            tf.io.gfile.remove(path)
+            filesystem.remove(path)

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from google.protobuf import json_format, struct_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from tfrecord_pipelines.components.storage import object_stores
+from tfrecord_pipelines.components.storage import filesystem, object_stores
 
 _SPLIT_PREFIX = "Split-"
 _SPLIT_NAMES = "split_names"
@@ -50,12 +50,11 @@ def _local_path(uri: str) -> str:
 
 def _split_names(uri: str) -> str:
     """TFX's split_names property of examples laid out in ``Split-<name>`` folders."""
-    from tfx.dsl.io import fileio
 
     path = _local_path(uri)
     names = sorted(
         entry.rstrip("/")[len(_SPLIT_PREFIX) :]
-        for entry in (fileio.listdir(path) if fileio.isdir(path) else [])
+        for entry in (filesystem.listdir(path) if filesystem.isdir(path) else [])
         if entry.startswith(_SPLIT_PREFIX)
     )
     if not names:
