@@ -13,7 +13,6 @@ import argparse
 import collections
 import contextlib
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -23,9 +22,6 @@ from pathlib import Path
 import revisions
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-
-_REQUEST = re.compile(r'\\"(GET|POST|PUT|DELETE|HEAD|PATCH) (/[^ ?\\]*)')
-
 
 def _write_hive(bucket: Path, days: int, regions: int) -> int:
     import pyarrow as pa
@@ -44,10 +40,6 @@ def _write_hive(bucket: Path, days: int, regions: int) -> int:
     return files
 
 
-def _kind(path: str) -> str:
-    return "list" if path.endswith("/o") else "object metadata or read"
-
-
 def _compile(tree: Path, env: dict, endpoint: str, output: Path, log: Path) -> dict:
     before = log.read_text().count("\n")
     started = time.monotonic()
@@ -59,8 +51,12 @@ def _compile(tree: Path, env: dict, endpoint: str, output: Path, log: Path) -> d
     )  # fmt: skip
     if done.returncode != 0:
         raise RuntimeError(f"compile failed:\n{done.stderr[-3000:]}")
-    lines = log.read_text().splitlines()[before:]
-    kinds = collections.Counter(_kind(m.group(2)) for line in lines if (m := _REQUEST.search(line)))
+    from object_store_servers import is_listing, logged_requests
+
+    kinds = collections.Counter(
+        "list" if is_listing(path) else "object metadata or read"
+        for _, path in logged_requests(log, before)
+    )
     return {"requests": sum(kinds.values()), **kinds, "wall": time.monotonic() - started}
 
 

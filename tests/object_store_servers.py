@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,22 @@ by_wildcard = sum(int(batch["species"].shape[0]) for batch in batches)
 print(json.dumps({"inspected": inspection.records, "read": rows, "files": len(inspection.files),
                   "by_folder_wildcard": by_wildcard}))
 """
+
+
+# A request in fake-gcs-server's log (-log-level info): its method and path.
+_REQUEST = re.compile(r'\\"(GET|POST|PUT|DELETE|HEAD|PATCH) (/[^ ?\\]*)')
+
+
+def logged_requests(log: Path, start: int = 0) -> list[tuple[str, str]]:
+    """The (method, path) of each request fake-gcs-server wrote in ``log`` from line
+    ``start`` on."""
+    lines = log.read_text().splitlines()[start:]
+    return [m.groups() for line in lines if (m := _REQUEST.search(line))]
+
+
+def is_listing(path: str) -> bool:
+    """Whether a logged request's path lists a bucket's objects (``/storage/v1/b/B/o``)."""
+    return path.endswith("/o")
 
 
 def _binary() -> Path:

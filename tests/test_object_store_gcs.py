@@ -14,7 +14,7 @@ import sys
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from object_store_servers import READ_SHARDS, gcs_server
+from object_store_servers import READ_SHARDS, gcs_server, is_listing, logged_requests
 
 from conftest import REPO_ROOT
 
@@ -24,9 +24,10 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def bucket(tmp_path_factory):
+def served(tmp_path_factory):
     """Bucket ``lake``: penguins as gzipped semicolon CSV, as Hive-partitioned Parquet, and
-    as ShardedExampleGen's shards (converted here, then served from the bucket)."""
+    as ShardedExampleGen's shards (converted here, then served from the bucket); yields the
+    server's URL and its log of requests."""
     root = tmp_path_factory.mktemp("buckets")
     converted = _cli("", "convert", str(PENGUINS), str(root / "lake" / "shards"),
                      "--label", "species")  # fmt: skip
@@ -38,8 +39,15 @@ def bucket(tmp_path_factory):
     rows = [line.split(",") for line in text.splitlines()]
     table = pa.table({name: [r[i] for r in rows[1:]] for i, name in enumerate(rows[0])})
     pq.write_to_dataset(table, root / "lake" / "parquet", partition_cols=["island"])
-    with gcs_server(root) as url:
-        yield url
+    log = root.parent / "requests.log"
+    with gcs_server(root, request_log=log) as url:
+        yield url, log
+
+
+@pytest.fixture(scope="module")
+def bucket(served) -> str:
+    """The server's URL."""
+    return served[0]
 
 
 def _cli(url: str, *args: str) -> subprocess.CompletedProcess:
@@ -73,6 +81,19 @@ def test_a_bad_label_is_refused_after_reading_the_bucket_s_header(bucket, tmp_pa
         "are: species, bill_length_mm, bill_depth_mm, flipper_length_mm, body_mass_g, sex, "
         "year, island."
     )
+
+
+def test_what_data_names_is_listed_once(served, tmp_path):
+    """Resolving a Hive folder (its format, files, partition keys and columns) takes one
+    listing of the bucket, not one per folder; each Parquet file's footer is still read."""
+    url, log = served
+    start = len(log.read_text().splitlines())
+    done = _cli(url, "convert", "gs://lake/parquet/", str(tmp_path / "out"), "--label", "x")
+    assert done.returncode == 2, done.stderr[-3000:]
+    requests = logged_requests(log, start)
+    listings = [path for _, path in requests if is_listing(path)]
+    assert listings == ["/storage/v1/b/lake/o"]
+    assert len(requests) > 1  # the footers' reads
 
 
 def test_a_run_trains_on_a_hive_folder_in_the_bucket(bucket, tmp_path):

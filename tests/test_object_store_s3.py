@@ -133,3 +133,24 @@ def test_a_missing_bucket_is_one_line(server, tmp_path):
     assert done.returncode == 2, done.stderr[-3000:]
     assert done.stderr.strip().splitlines()[-1].startswith("error: ")
     assert "s3://nowhere/events" in done.stderr
+
+
+_LIST_SPANS = """
+import json, sys
+from tfrecord_pipelines.components.storage import filesystem, object_listing
+listing = object_listing.list_folder(sys.argv[1])
+with filesystem.one_listing(sys.argv[1]):
+    listed = filesystem.listdir(sys.argv[1])
+print(json.dumps({"folders": listing.listdir(sys.argv[1]), "files": len(listing.sizes),
+                  "listed": listed}))
+"""
+
+
+def test_a_bucket_folder_is_listed_in_one_pass(server):
+    """S3's own listing (boto3, at AWS_ENDPOINT_URL) gives every object under the folder, and
+    the look-ups inside one_listing answer from it."""
+    done = _run(server, "-c", _LIST_SPANS, "s3://lake/events")
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["folders"] == found["listed"] == ["day-1", "day-2"]
+    assert found["files"] == len(_objects(server, "lake", "events/"))

@@ -11,10 +11,12 @@ folder placeholder objects, reads that never seek past the end.
 
 In a bucket every look-up is a request. Resolving what ``--data`` names asks
 of the same folders many times (its format, its files, their columns, the
-label's values), so ``one_listing`` asks the store each question once while
-the data is resolved: inside it, a remote listing, folder or existence
-look-up is remembered; outside it nothing is, so what a run writes is never
-answered from an old listing.
+label's values), so ``one_listing`` takes one flat listing of the folder it
+names through the store's own client (``object_listing``: a request per
+thousand objects) and answers every look-up under it from that; any other
+remote look-up inside it is asked of the store once and remembered. Outside
+it nothing is remembered, so what a run writes is never answered from an old
+listing.
 """
 
 from __future__ import annotations
@@ -27,8 +29,16 @@ import os
 import shutil
 from collections.abc import Iterator
 
-# While ``one_listing`` is active: (look-up, arguments) → the store's answer.
+from tfrecord_pipelines.components.storage.object_listing import (
+    ObjectListing,
+    list_folder,
+    listed_folder,
+)
+
+# While ``one_listing`` is active: (look-up, arguments) → the store's answer, and the
+# flat listing of the folder it was given, when the store gave one.
 _remembered: dict[tuple, object] | None = None
+_listing: ObjectListing | None = None
 
 
 def is_remote(path: str) -> bool:
@@ -72,15 +82,37 @@ class _RememberedLookups:
 
 
 @contextlib.contextmanager
-def one_listing() -> Iterator[None]:
-    """Within it, each remote look-up is asked of the store once (see the module docstring)."""
-    global _remembered
-    outer = _remembered
-    _remembered = {} if outer is None else outer
+def one_listing(folder: str | None = None) -> Iterator[None]:
+    """Within it, each remote look-up is asked of the store once, and those under
+    ``folder`` (a bucket's, up to its first wildcard) are answered from one flat listing
+    of it (see the module docstring)."""
+    global _remembered, _listing
+    outer = _remembered, _listing
+    if _remembered is None:
+        _remembered = {}
+    if _listing is None and folder is not None:
+        _listing = _list(folder)
     try:
         yield
     finally:
-        _remembered = outer
+        _remembered, _listing = outer
+
+
+def _list(path: str) -> ObjectListing | None:
+    """The flat listing for ``path``, or None: not in a bucket, or the store's client could
+    not list it (then TensorFlow's file system answers, one look-up at a time)."""
+    folder = listed_folder(path)
+    if folder is None:
+        return None
+    try:
+        return list_folder(folder)
+    except Exception:  # noqa: BLE001 - any failure leaves the look-ups to TensorFlow
+        return None
+
+
+def _listed(path: str) -> ObjectListing | None:
+    """The active flat listing if it answers for ``path``."""
+    return _listing if _listing is not None and _listing.covers(path) else None
 
 
 def isdir(path: str) -> bool:
@@ -88,6 +120,8 @@ def isdir(path: str) -> bool:
     only with a trailing slash)."""
     if not is_remote(path):
         return os.path.isdir(path)
+    if listing := _listed(path):
+        return listing.isdir(path)
     # With the slash first: the plugin refuses a bucket's root without it.
     return _gfile().isdir(f"{path.rstrip('/')}/")
 
@@ -97,6 +131,8 @@ def exists(path: str) -> bool:
     which TensorFlow's modular GCS plugin answers only to ``isdir``)."""
     if not is_remote(path):
         return os.path.exists(path)
+    if listing := _listed(path):
+        return listing.exists(path)
     if "/" not in path.partition("://")[2].strip("/"):
         return isdir(path)  # a bucket's root, which the plugin refuses as a file
     return _gfile().exists(path) or isdir(path)
@@ -104,8 +140,12 @@ def exists(path: str) -> bool:
 
 def listdir(path: str) -> list[str]:
     """Returns the names in folder ``path``, sorted, without trailing slashes."""
-    names = _gfile().listdir(path) if is_remote(path) else os.listdir(path)
-    return sorted(name.rstrip("/") for name in names)
+    if not is_remote(path):
+        return sorted(os.listdir(path))
+    if listing := _listed(path):
+        return listing.listdir(path)
+    # With the slash: the plugin lists no bucket root without it.
+    return sorted(name.rstrip("/") for name in _gfile().listdir(f"{path.rstrip('/')}/"))
 
 
 def files_matching(folder: str, pattern: str) -> list[str]:
@@ -149,7 +189,7 @@ class _GFileReader(io.RawIOBase):
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         if whence == io.SEEK_END:
             if self._size is None:
-                self._size = _gfile().stat(self._path).length
+                self._size = size(self._path)
             offset += self._size
         elif whence == io.SEEK_CUR:
             offset += self._position
@@ -198,7 +238,6 @@ def glob(pattern: str) -> list[str]:
     """
     if not is_remote(pattern):
         return sorted(_glob.glob(pattern))
-    gfile = _gfile()
     if pattern.endswith("/"):  # folders only, named with their slash
         return [f"{path}/" for path in glob(pattern.rstrip("/")) if isdir(path)]
     scheme, _, path = pattern.partition("://")
@@ -211,17 +250,15 @@ def glob(pattern: str) -> list[str]:
         last = level == len(parts) - 1
         matched = []
         for folder in found:
-            # Folders are asked with a trailing slash: the plugin finds no bucket root without it.
-            if not gfile.isdir(f"{folder}/"):
+            if not isdir(folder):
                 continue
             if _glob.has_magic(part):
-                names = [e.rstrip("/") for e in gfile.listdir(f"{folder}/")]
-                names = [name for name in names if fnmatch.fnmatchcase(name, part)]
+                names = [name for name in listdir(folder) if fnmatch.fnmatchcase(name, part)]
             else:
                 names = [part]
             for name in names:
                 candidate = f"{folder}/{name}"
-                if gfile.isdir(f"{candidate}/") or (last and gfile.exists(candidate)):
+                if isdir(candidate) or (last and exists(candidate)):
                     matched.append(candidate)
         found = matched
     return sorted(found)
@@ -229,13 +266,19 @@ def glob(pattern: str) -> list[str]:
 
 def walk_files(folder: str) -> list[str]:
     """Returns the paths of every file under ``folder``, sub-folders included, sorted."""
+    if listing := _listed(folder):
+        return listing.walk_files(folder)
     walk = _gfile().walk(folder) if is_remote(folder) else os.walk(folder)
     return sorted(os.path.join(root, name) for root, _, names in walk for name in names)
 
 
 def size(path: str) -> int:
     """Returns the bytes in file ``path``."""
-    return _gfile().stat(path).length if is_remote(path) else os.path.getsize(path)
+    if not is_remote(path):
+        return os.path.getsize(path)
+    if (listing := _listed(path)) and path in listing.sizes:
+        return listing.sizes[path]
+    return _gfile().stat(path).length
 
 
 _OBJECT_STORES = ("gs://", "s3://", "minio://")

@@ -145,8 +145,8 @@ def run_convert(args: argparse.Namespace) -> None:
     """Converts and prints the shard plan and the quarantine count."""
     from tfrecord_pipelines.components.storage import filesystem
 
-    # What --source names is looked up once in a bucket while it is checked.
-    with filesystem.one_listing():
+    # What the source names is listed once in a bucket while it is checked.
+    with filesystem.one_listing(args.source):
         settings, arguments = _convert_settings(args)
     _convert_and_report(args, settings, arguments)
 

@@ -393,10 +393,10 @@ def _image_settings(args: argparse.Namespace, is_images: bool) -> dict:
 
 def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
     """Validates the task arguments and returns a PipelineConfig; what ``--data`` names is
-    looked up once in a bucket (``filesystem.one_listing``)."""
+    listed once in a bucket (``filesystem.one_listing``)."""
     from tfrecord_pipelines.components.storage import filesystem
 
-    with filesystem.one_listing():
+    with filesystem.one_listing(args.data):
         return _config_from_args(args, serving_dir)
 
 
