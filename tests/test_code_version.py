@@ -6,7 +6,7 @@ import shutil
 from conftest import REPO_ROOT
 from tfrecord_pipelines.components import code_version as versions
 from tfrecord_pipelines.components import keys
-from tfrecord_pipelines.components.curated_schema import file_digest
+from tfrecord_pipelines.components.curated_schema.component import file_digest
 from tfrecord_pipelines.components.data_source import DataSource
 from tfrecord_pipelines.components.keys import SCHEMA_DIGEST_KEY
 from tfrecord_pipelines.components.task import Task

@@ -5,7 +5,7 @@ import pytest
 from tfx.types import standard_component_specs
 
 from tfrecord_pipelines.components import keys
-from tfrecord_pipelines.components.curated_schema import CuratedSchemaGenSpec
+from tfrecord_pipelines.components.curated_schema.component import CuratedSchemaGenSpec
 from tfrecord_pipelines.components.drift.component import DriftCheckSpec
 from tfrecord_pipelines.components.evaluator.component import EvaluatorSpec
 from tfrecord_pipelines.components.example_gen.component import ShardedExampleGenSpec

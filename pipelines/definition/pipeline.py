@@ -34,7 +34,7 @@ from tfx.orchestration.pipeline import Pipeline
 from tfx.types import BaseChannel
 
 from tfrecord_pipelines.components import keys
-from tfrecord_pipelines.components.curated_schema import CuratedSchemaGen
+from tfrecord_pipelines.components.curated_schema.component import CuratedSchemaGen
 from tfrecord_pipelines.components.daily import earlier as earlier_runs
 from tfrecord_pipelines.components.daily.baseline_model import baseline_model_resolver
 from tfrecord_pipelines.components.drift.component import DriftCheck
