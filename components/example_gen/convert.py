@@ -22,7 +22,6 @@ from tfrecord_pipelines.components.example_gen.shard_plan_report import (
     ShardPlanReport,
     read_shard_plan,
 )
-from tfrecord_pipelines.components.example_gen.sources import DEFAULT_ENCODING
 
 QUARANTINE_DIR = "quarantine"
 
@@ -64,7 +63,7 @@ def convert(
         source,
         settings.source_format,
         delimiter=settings.csv.delimiter,
-        encoding=settings.csv.encoding or DEFAULT_ENCODING,
+        encoding=settings.csv.encoding_to_read,
     )
     input_config = input_config_for(data)
     output_config = _output_config(input_config, splits, split_key)

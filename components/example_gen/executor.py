@@ -34,6 +34,7 @@ from tfrecord_pipelines.components.example_gen.quarantine import (
     QUARANTINE_TAG,
     summarize_quarantine,
 )
+from tfrecord_pipelines.components.example_gen.settings import CsvOptions
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.components.example_gen.shard_plan_report import (
     ShardPlanReport,
@@ -43,8 +44,6 @@ from tfrecord_pipelines.components.example_gen.shard_plan_report import (
 )
 from tfrecord_pipelines.components.example_gen.sharded_writer import finalize_split
 from tfrecord_pipelines.components.example_gen.sources import (
-    DEFAULT_BLOCK_BYTES,
-    DEFAULT_ENCODING,
     SourceOptions,
     list_input_files,
     plan_source,
@@ -78,9 +77,11 @@ def source_options(
     return SourceOptions(
         label_key=exec_properties.get(keys.LABEL_KEY),
         schema=schema,
-        block_bytes=exec_properties.get(keys.BLOCK_BYTES_KEY) or DEFAULT_BLOCK_BYTES,
-        encoding=exec_properties.get(keys.ENCODING_KEY) or DEFAULT_ENCODING,
-        delimiter=exec_properties.get(keys.DELIMITER_KEY) or None,
+        csv=CsvOptions(
+            block_bytes=exec_properties.get(keys.BLOCK_BYTES_KEY) or None,
+            encoding=exec_properties.get(keys.ENCODING_KEY) or None,
+            delimiter=exec_properties.get(keys.DELIMITER_KEY) or None,
+        ),
     )
 
 

@@ -22,6 +22,12 @@ from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 from tfrecord_pipelines.components.example_gen.spark import session
 from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
 
+# CSV bytes per Beam element: large enough that Beam's cost per element
+# vanishes, small enough that one large file spreads over the workers and a
+# worker's memory stays a few times this.
+DEFAULT_BLOCK_BYTES = 32 * 1024 * 1024
+DEFAULT_ENCODING = "utf-8"
+
 
 @dataclasses.dataclass(frozen=True)
 class CsvOptions:
@@ -48,6 +54,16 @@ class CsvOptions:
             check_encoding(self.encoding)
         if self.delimiter is not None:
             csv_dialect.check_delimiter(self.delimiter)
+
+    @property
+    def block_bytes_to_read(self) -> int:
+        """The block size, the default where none is set."""
+        return self.block_bytes or DEFAULT_BLOCK_BYTES
+
+    @property
+    def encoding_to_read(self) -> str:
+        """The encoding, the default where none is set."""
+        return self.encoding or DEFAULT_ENCODING
 
 
 @dataclasses.dataclass(frozen=True)

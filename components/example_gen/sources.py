@@ -28,14 +28,9 @@ from tfrecord_pipelines.components.example_gen.csv_source import BlockConverter
 from tfrecord_pipelines.components.example_gen.image_source import ImageConverter
 from tfrecord_pipelines.components.example_gen.parquet_source import RowGroupConverter
 from tfrecord_pipelines.components.example_gen.partition_columns import PartitionColumns
+from tfrecord_pipelines.components.example_gen.settings import CsvOptions
 from tfrecord_pipelines.components.example_gen.split_assignment import SplitAssigner
 from tfrecord_pipelines.components.storage import filesystem
-
-# CSV bytes per Beam element: large enough that Beam's cost per element
-# vanishes, small enough that one large file spreads over the workers and a
-# worker's memory stays a few times this.
-DEFAULT_BLOCK_BYTES = 32 * 1024 * 1024
-DEFAULT_ENCODING = "utf-8"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,26 +41,14 @@ class SourceOptions:
       label_key: a column every row must fill (tabular); images: the
         feature of the class's id (``image_folder.class_id_key``).
       schema: CSV: column types (else inferred from the first rows).
-      block_bytes: CSV: bytes of a file parsed as one block. Larger blocks
-        cost less per row and more memory (about 5x the block per worker).
-      encoding: CSV: the files' text encoding (a Python codec name); a row
-        that does not decode is quarantined.
-      delimiter: CSV: the field delimiter; None: sniffed from the first file
-        (``csv_dialect.sniff_delimiter``).
+      csv: CSV: block size, encoding and delimiter (``settings.CsvOptions``,
+        which checks them); a delimiter not set is sniffed from the first
+        file (``csv_dialect.sniff_delimiter``).
     """
 
     label_key: str | None = None
     schema: schema_pb2.Schema | None = None
-    block_bytes: int = DEFAULT_BLOCK_BYTES
-    encoding: str = DEFAULT_ENCODING
-    delimiter: str | None = None
-
-    def __post_init__(self):
-        if self.block_bytes < 1:
-            raise ValueError(f"block_bytes must be at least 1, got {self.block_bytes}.")
-        data_source.check_encoding(self.encoding)
-        if self.delimiter is not None:
-            csv_dialect.check_delimiter(self.delimiter)
+    csv: CsvOptions = CsvOptions()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,29 +137,28 @@ def plan_source(
             source_format,
             files,
             converter,
-            options.block_bytes,
+            options.csv.block_bytes_to_read,
             input_base,
             pattern,
             tuple(listing.skipped),
         )
     files = list_input_files(source_format, input_base, pattern)
+    block_bytes, encoding = options.csv.block_bytes_to_read, options.csv.encoding_to_read
     hive = partitions.discover(input_base, pattern, files)
     added = PartitionColumns(input_base, pattern, hive) if hive else None
     if source_format == PARQUET:
         partitions.check_no_clash(hive, data_source.parquet_columns(files[:1]), input_base)
         converter = parquet_source.RowGroupConverter(required, assigner, added)
-        return SourcePlan(source_format, files, converter, options.block_bytes, input_base, pattern)
-    delimiter = options.delimiter or csv_dialect.sniff_delimiter(files[0], options.encoding)
-    header = data_source.read_header(files, options.encoding, delimiter)
+        return SourcePlan(source_format, files, converter, block_bytes, input_base, pattern)
+    delimiter = options.csv.delimiter or csv_dialect.sniff_delimiter(files[0], encoding)
+    header = data_source.read_header(files, encoding, delimiter)
     partitions.check_no_clash(hive, header, input_base)
     if options.label_key and options.label_key not in header:
         raise ValueError(
             f"Label column {options.label_key!r} is not in the CSV header of {input_base}; "
             f"columns are: {', '.join(header)}."
         )
-    types = csv_types.infer_column_types(files, header, options.schema, options.encoding, delimiter)
-    layout = csv_blocks.CsvLayout(
-        header=tuple(header), encoding=options.encoding, delimiter=delimiter
-    )
+    types = csv_types.infer_column_types(files, header, options.schema, encoding, delimiter)
+    layout = csv_blocks.CsvLayout(header=tuple(header), encoding=encoding, delimiter=delimiter)
     converter = csv_source.BlockConverter(layout, types, required, assigner, added)
-    return SourcePlan(source_format, files, converter, options.block_bytes, input_base, pattern)
+    return SourcePlan(source_format, files, converter, block_bytes, input_base, pattern)
