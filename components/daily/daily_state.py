@@ -27,6 +27,7 @@ import os
 import time
 from collections.abc import Iterable
 
+from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.daily import choices
 from tfrecord_pipelines.components.storage import filesystem
 
@@ -87,9 +88,9 @@ def record_conversion(
             "span": span,
             "version": version,
             "recorded_ns": time.time_ns(),
-            "examples": examples.to_json_dict(),
-            "statistics": statistics.to_json_dict(),
-            "quarantine": quarantine.to_json_dict() if quarantine else None,
+            keys.EXAMPLES_KEY: examples.to_json_dict(),
+            keys.STATISTICS_KEY: statistics.to_json_dict(),
+            keys.QUARANTINE_KEY: quarantine.to_json_dict() if quarantine else None,
         },
     )
 
@@ -118,8 +119,8 @@ def record_run(
             "spans": sorted(set(spans)),
             "blessed": bool(blessed),
             "recorded_ns": time.time_ns(),
-            "model": model.to_json_dict(),
-            "analyzer_cache": analyzer_cache.to_json_dict() if analyzer_cache else None,
+            keys.MODEL_KEY: model.to_json_dict(),
+            keys.ANALYZER_CACHE_KEY: analyzer_cache.to_json_dict() if analyzer_cache else None,
         },
     )
 

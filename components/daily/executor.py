@@ -74,12 +74,12 @@ class SpanWindowExecutor(base_executor.BaseExecutor):
         baseline = choices.baseline_model(models)
         cache = choices.analyzer_cache(daily_state.analyzer_caches(runs), span)
         chosen = {
-            keys.WINDOW_KEY: [c.item["examples"] for c in window],
-            keys.WINDOW_STATISTICS_KEY: [c.item["statistics"] for c in window],
-            keys.PREVIOUS_STATISTICS_KEY: [previous.item["statistics"]] if previous else [],
-            keys.BASE_MODEL_KEY: [base.item["model"]] if base else [],
-            keys.BASELINE_MODEL_KEY: [baseline.item["model"]] if baseline else [],
-            keys.ANALYZER_CACHE_KEY: [cache.item["analyzer_cache"]] if cache else [],
+            keys.WINDOW_KEY: [c.item[keys.EXAMPLES_KEY] for c in window],
+            keys.WINDOW_STATISTICS_KEY: [c.item[keys.STATISTICS_KEY] for c in window],
+            keys.PREVIOUS_STATISTICS_KEY: [previous.item[keys.STATISTICS_KEY]] if previous else [],
+            keys.BASE_MODEL_KEY: [base.item[keys.MODEL_KEY]] if base else [],
+            keys.BASELINE_MODEL_KEY: [baseline.item[keys.MODEL_KEY]] if baseline else [],
+            keys.ANALYZER_CACHE_KEY: [cache.item[keys.ANALYZER_CACHE_KEY]] if cache else [],
         }
         for key, members in chosen.items():
             set_members(artifact_utils.get_single_instance(output_dict[key]), members)
