@@ -12,7 +12,7 @@ from tfx.types.channel import Channel
 
 from tfrecord_pipelines.components.daily import choices
 from tfrecord_pipelines.components.daily.resolvers import outputs_of, spans_read
-from tfrecord_pipelines.components.keys import MODEL_BLESSING_KEY, MODEL_KEY
+from tfrecord_pipelines.components.keys import BLESSING_KEY, MODEL_BLESSING_KEY, MODEL_KEY
 
 # The baseline Resolver's input of this run's model, which it never picks.
 CANDIDATE_KEY = "candidate"
@@ -85,8 +85,8 @@ def base_model_resolver(trainer_id: str, evaluator_id: str, end: int) -> Resolve
     return Resolver(
         strategy_class=LatestBlessedModelBeforeSpanStrategy,
         config={"end": end},
-        model=outputs_of(standard_artifacts.Model, trainer_id, "model"),
-        model_blessing=outputs_of(standard_artifacts.ModelBlessing, evaluator_id, "blessing"),
+        model=outputs_of(standard_artifacts.Model, trainer_id, MODEL_KEY),
+        model_blessing=outputs_of(standard_artifacts.ModelBlessing, evaluator_id, BLESSING_KEY),
     ).with_id(BASE_MODEL_RESOLVER)
 
 

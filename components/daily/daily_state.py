@@ -143,5 +143,5 @@ def analyzer_caches(records: list[dict]) -> list[choices.Trained]:
     return [
         choices.Trained(frozenset(r["spans"]), False, r["recorded_ns"], r)
         for r in records
-        if r.get("analyzer_cache")
+        if r.get(keys.ANALYZER_CACHE_KEY)
     ]
