@@ -122,8 +122,8 @@ def _add_span_arguments(parser: argparse.ArgumentParser) -> None:
         "--on-drift",
         choices=("block", "warn"),
         default="block",
-        help="with spans in --data (local runs): when this span's data drifted from the "
-        "previous span's, block the push (default) or only warn",
+        help="with spans in --data (Kubeflow: with --window): when this span's data drifted "
+        "from the previous span's, block the push (default) or only warn",
     )
     group.add_argument(
         "--max-drift-js",
