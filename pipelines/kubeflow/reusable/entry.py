@@ -83,9 +83,11 @@ def tfx_executor_input(
     """The ExecutorInput TFX's Kubeflow V2 runner expects for ``component``, and its inputs spec.
 
     Artifacts keep their names, URIs and metadata and get the TFX component's
-    types; the parameters become its exec properties.
+    types; the parameters become its exec properties. An input that holds another
+    kind of artifact than its type's is refused (``artifact_kinds``).
     """
     from tfrecord_pipelines.kubeflow.kfp_executor import class_path
+    from tfrecord_pipelines.kubeflow.reusable import artifact_kinds
 
     translated = pipeline_spec_pb2.ExecutorInput()
     translated.CopyFrom(executor_input)
@@ -104,6 +106,10 @@ def tfx_executor_input(
         for name, artifact_list in folder.items():
             artifact_type = channels[name].type
             for artifact in artifact_list.artifacts:
+                if folder is translated.inputs.artifacts:
+                    artifact_kinds.check_input(
+                        name, artifact_type.__name__, artifact.uri, _local_path(artifact.uri)
+                    )
                 artifact.type.Clear()
                 artifact.type.schema_title = class_path(artifact_type)
                 if (
@@ -136,7 +142,11 @@ def run(component_name: str, executor_input_json: str) -> None:
     component = BUILDERS[component_name](
         _parameters(executor_input), set(executor_input.inputs.artifacts)
     )
-    translated, inputs_spec = tfx_executor_input(component, executor_input)
+    try:
+        translated, inputs_spec = tfx_executor_input(component, executor_input)
+    except ValueError as wrong_input:
+        # What the pipeline wired in, said in one line in the task's log.
+        sys.exit(f"error: {wrong_input}")
     executor_class = component.executor_spec.executor_class
     args = argparse.Namespace(
         executor_class_path=class_path(executor_class),
