@@ -80,6 +80,11 @@ SHARD_PLAN_KEY = "shard_plan"
 RECORDS_WRITTEN_PROPERTY = "records_written"
 QUARANTINED_COUNT_PROPERTY = "quarantined_count"
 QUARANTINE_COUNT_PROPERTY = "count"
+# ... and the task it converted for: the label and the problem (classification when the
+# label names classes), which Transform, the Trainer and the Evaluator read from their
+# examples when they are not given (the KFP components).
+LABEL_PROPERTY = "label"
+PROBLEM_PROPERTY = "problem"
 # Beam's tagged output of a source's read that carries the examples (beside the quarantine's).
 EXAMPLES_TAG = "examples"
 

@@ -18,7 +18,7 @@ from evaluator_paths import (
     row_by_row_model,
 )
 
-from conftest import printed_run_id, run_cli, run_summary
+from conftest import printed_run_id, run_cli, run_output, run_summary
 from tfrecord_pipelines.components.evaluator.executor import Executor
 from tfrecord_pipelines.components.task import Task
 from tfrecord_pipelines.components.trainer.dataset import list_files
@@ -72,6 +72,19 @@ def test_penguins_model_is_blessed_and_pushed(penguins_run):
     assert f"sparse_categorical_accuracy={accuracy:.4g} [{low:.4g}, {high:.4g}]" in result.stdout
     assert f"on {rows:,} eval rows" in result.stdout
     assert {"auc (macro)", "precision (macro)", "recall (macro)"} <= set(summary.intervals)
+
+
+def _recorded_task(output: Path, name: str, printed: str) -> tuple[str, str]:
+    """The label and problem ShardedExampleGen recorded on its examples."""
+    examples = run_output(output, name, printed, "ShardedExampleGen", "examples")
+    properties = examples.custom_properties
+    return properties["label"].string_value, properties["problem"].string_value
+
+
+def test_the_examples_record_the_label_and_problem(penguins_run):
+    """What Transform, the Trainer and the Evaluator read when not told (KFP components)."""
+    output, result = penguins_run
+    assert _recorded_task(output, "penguins", result.stdout) == ("species", "classification")
 
 
 def test_pushed_penguins_model_serves_raw_examples(penguins_run):
@@ -265,6 +278,7 @@ def test_other_csv_regression_trains_evaluates_and_pushes(tmp_path):
     # Prices spread over roughly 100-700 (std about 130); a model that learnt the
     # linear relation errs far less.
     assert summary.metrics["mean_absolute_error"] < 60
+    assert _recorded_task(output, "houses", result.stdout) == ("price_k", "regression")
     assert os.path.isdir(output / "pipeline_root" / "houses" / "SchemaGen")
     # The Trainer removes its file cache when training is done.
     assert (tmp_path / "cache").is_dir() and not any((tmp_path / "cache").iterdir())

@@ -58,6 +58,7 @@ from tfrecord_pipelines.components.example_gen.split_sizing import (
     size_eval_split,
 )
 from tfrecord_pipelines.components.storage import filesystem
+from tfrecord_pipelines.components.task import CLASSIFICATION, REGRESSION
 
 _SPILL_DIR = ".spill"
 
@@ -314,6 +315,7 @@ class Executor(BaseExampleGenExecutor):
             conversion, outcomes, summary, sizing, exec_properties, input_config
         )
         _publish(examples, quarantine, report, summary.count)
+        _record_task(examples, exec_properties)
         if output_dict.get(keys.SUMMARY_KEY):
             ui_artifacts.write_text(
                 artifact_utils.get_single_instance(output_dict[keys.SUMMARY_KEY]),
@@ -408,6 +410,19 @@ def _shard_plan_report(
         splits=splits,
         split_sizing=sizing.to_json() if sizing else None,
         skipped_files=skipped,
+    )
+
+
+def _record_task(examples: types.Artifact, exec_properties: dict[str, Any]) -> None:
+    """Records on the examples the label they were converted for and its problem, so that
+    the components that read them need not be told again."""
+    label = exec_properties.get(keys.LABEL_KEY)
+    if not label:
+        return
+    categorical = exec_properties.get(keys.CATEGORICAL_LABEL_KEY)
+    examples.set_string_custom_property(keys.LABEL_PROPERTY, label)
+    examples.set_string_custom_property(
+        keys.PROBLEM_PROPERTY, CLASSIFICATION if categorical else REGRESSION
     )
 
 

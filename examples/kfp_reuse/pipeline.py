@@ -78,20 +78,17 @@ def build(specs: pathlib.Path = SPECS):
             examples=shards.outputs["examples"],
             schema=schema.outputs["schema"],
             statistics=shards.outputs["statistics"],
-            label=label,
         )
         model = trainer(
             examples=shards.outputs["examples"],
             schema=schema.outputs["schema"],
             transform_graph=graph.outputs["transform_graph"],
-            label=label,
             train_steps=train_steps,
         )
         # Two classes and a positive class: the Evaluator draws their ROC curve too.
         verdict = evaluator(
             examples=shards.outputs["examples"],
             model=model.outputs["model"],
-            label=label,
             positive_class=positive_class,
             num_classes=num_classes,
         )

@@ -116,9 +116,9 @@ def example_validator(
 def transform(
     examples: Input[Dataset],
     schema: Input[Artifact],
-    label: str,
     transform_graph: Output[Artifact],
-    problem: str = CLASSIFICATION,
+    label: str = "",
+    problem: str = "",
     statistics: Input[Artifact] = None,
 ):
     """Analyzes the train split with tf.Transform: z-scores and vocabularies, as a graph the
@@ -127,8 +127,10 @@ def transform(
     Args:
       examples: the examples (a Dataset of Split-train/ and Split-eval/ shards).
       schema: their schema.
-      label: the feature to predict.
-      problem: classification or regression.
+      label: the feature to predict; "": the label ShardedExampleGen recorded on the
+        examples (given here too, it must be the same).
+      problem: classification or regression; "": as recorded on the examples
+        (classification when they record none).
       statistics: ExampleGen's statistics; when given, means, variances and
         vocabularies come from them and no record is read.
 
@@ -143,10 +145,10 @@ def trainer(
     examples: Input[Dataset],
     schema: Input[Artifact],
     transform_graph: Input[Artifact],
-    label: str,
     model: Output[Model],
     model_run: Output[Artifact],
-    problem: str = CLASSIFICATION,
+    label: str = "",
+    problem: str = "",
     train_steps: int = 0,
 ):
     """Trains the built-in model on the shards: parallel reads, whole-batch parsing, the
@@ -156,8 +158,10 @@ def trainer(
       examples: raw examples (Split-train/ and Split-eval/ TFRecord shards).
       schema: their schema.
       transform_graph: Transform's graph.
-      label: the feature to predict.
-      problem: classification or regression.
+      label: the feature to predict; "": the label ShardedExampleGen recorded on the
+        examples (given here too, it must be the same).
+      problem: classification or regression; "": as recorded on the examples
+        (classification when they record none).
       train_steps: training steps; 0: planned from the data's size.
 
     Returns:
@@ -171,13 +175,13 @@ def trainer(
 def evaluator(
     examples: Input[Dataset],
     model: Input[Model],
-    label: str,
     evaluation: Output[Artifact],
     blessing: Output[Artifact],
     metrics: Output[Metrics],
     classification_metrics: Output[ClassificationMetrics],
     summary: Output[Markdown],
-    problem: str = CLASSIFICATION,
+    label: str = "",
+    problem: str = "",
     min_accuracy: float = EvaluationThresholds.min_accuracy,
     positive_class: str = "",
     num_classes: int = 0,
@@ -187,8 +191,10 @@ def evaluator(
     Args:
       examples: the examples; the eval split is read.
       model: the Trainer's model.
-      label: the feature the model predicts.
-      problem: classification or regression.
+      label: the feature to predict; "": the label ShardedExampleGen recorded on the
+        examples (given here too, it must be the same).
+      problem: classification or regression; "": as recorded on the examples
+        (classification when they record none).
       min_accuracy: the accuracy that blesses a model (classification; run's default).
       positive_class: two classes: the label value whose ROC curve and AUC are reported.
       num_classes: classification: how many classes the label has (up to 32: each

@@ -134,15 +134,17 @@ def run(component_name: str, executor_input_json: str) -> None:
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # TFX 1.16 needs Keras 2.
     from tfrecord_pipelines.kubeflow import kfp_executor
     from tfrecord_pipelines.kubeflow.kfp_executor import class_path
+    from tfrecord_pipelines.kubeflow.reusable import recorded_task
     from tfrecord_pipelines.kubeflow.reusable.adapters import BUILDERS
 
     executor_input = json_format.Parse(
         executor_input_json, pipeline_spec_pb2.ExecutorInput(), ignore_unknown_fields=True
     )
-    component = BUILDERS[component_name](
-        _parameters(executor_input), set(executor_input.inputs.artifacts)
-    )
     try:
+        parameters = _parameters(executor_input)
+        if component_name in recorded_task.READ_FROM_EXAMPLES:
+            parameters = recorded_task.task_parameters(parameters, executor_input)
+        component = BUILDERS[component_name](parameters, set(executor_input.inputs.artifacts))
         translated, inputs_spec = tfx_executor_input(component, executor_input)
     except ValueError as wrong_input:
         # What the pipeline wired in, said in one line in the task's log.
