@@ -8,6 +8,9 @@ the KFP components and the command line name a channel without importing an
 executor.
 """
 
+# TFX's folder of each split inside an artifact: Split-train/, Split-eval/.
+SPLIT_FOLDER_PREFIX = "Split-"
+
 # Artifacts, as TFX's components name them.
 EXAMPLES_KEY = "examples"
 STATISTICS_KEY = "statistics"

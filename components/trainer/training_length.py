@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import tensorflow as tf
 
 from tfrecord_pipelines.components.example_gen.shard_plan_report import read_shard_plan
+from tfrecord_pipelines.components.keys import SPLIT_FOLDER_PREFIX
 from tfrecord_pipelines.components.storage import filesystem
 
 # Without a train_steps or epochs: at least one epoch, and at least this many steps.
@@ -114,7 +115,7 @@ def split_records(file_patterns: Sequence[str]) -> int:
     for pattern in file_patterns:
         split_dir = os.path.dirname(pattern)
         report = read_shard_plan(os.path.dirname(split_dir))
-        split = os.path.basename(split_dir).removeprefix("Split-")
+        split = os.path.basename(split_dir).removeprefix(SPLIT_FOLDER_PREFIX)
         if report is not None and split in report.splits:
             total += report.splits[split].records
             continue

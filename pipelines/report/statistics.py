@@ -15,13 +15,13 @@ from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2, statistics_pb2
 
 from tfrecord_pipelines.components.drift import common_bins
+from tfrecord_pipelines.components.keys import SPLIT_FOLDER_PREFIX
 from tfrecord_pipelines.components.storage import filesystem
 from tfrecord_pipelines.report import charts
 
 _STATS_FILE = "FeatureStats.pb"
 _ANOMALIES_FILE = "SchemaDiff.pb"
 _SCHEMA_FILE = "schema.pbtxt"
-_SPLIT_PREFIX = "Split-"
 _TOP_VALUES = 8
 _MOST_VALUES_CHARTED = 100
 # What TFDV's string statistics show for a value that is not UTF-8 text.
@@ -97,9 +97,9 @@ def _by_split(uri: str, file_name: str) -> dict[str, bytes]:
     found = {}
     for name in filesystem.listdir(uri):
         path = os.path.join(uri, name, file_name)
-        if name.startswith(_SPLIT_PREFIX) and filesystem.exists(path):
+        if name.startswith(SPLIT_FOLDER_PREFIX) and filesystem.exists(path):
             with filesystem.open_binary(path) as f:
-                found[name[len(_SPLIT_PREFIX) :]] = f.read()
+                found[name[len(SPLIT_FOLDER_PREFIX) :]] = f.read()
     return {split: found[split] for split in sorted(found, key=_split_order)}
 
 

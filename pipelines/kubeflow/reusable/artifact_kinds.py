@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import os
 
+from tfrecord_pipelines.components.keys import SPLIT_FOLDER_PREFIX
 from tfrecord_pipelines.components.storage import filesystem
 
-_SPLIT_PREFIX = "Split-"
 EXAMPLES = "examples"
 STATISTICS = "statistics"
 ANOMALIES = "anomalies"
@@ -60,7 +60,7 @@ def kind_of(path: str) -> str | None:
         return TRANSFORM_GRAPH
     if names & {path_constants.SERVING_MODEL_DIR, "saved_model.pb"}:
         return MODEL
-    splits = sorted(n for n in names if n.startswith(_SPLIT_PREFIX))
+    splits = sorted(n for n in names if n.startswith(SPLIT_FOLDER_PREFIX))
     if not splits:
         return None
     inside = _names(os.path.join(path, splits[0]))

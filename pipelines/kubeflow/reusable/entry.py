@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from google.protobuf import json_format, struct_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
+from tfrecord_pipelines.components.keys import SPLIT_FOLDER_PREFIX
 from tfrecord_pipelines.components.storage import filesystem, object_stores
 
-_SPLIT_PREFIX = "Split-"
 _SPLIT_NAMES = "split_names"
 
 
@@ -53,9 +53,9 @@ def _split_names(uri: str) -> str:
 
     path = _local_path(uri)
     names = sorted(
-        entry.rstrip("/")[len(_SPLIT_PREFIX) :]
+        entry.rstrip("/")[len(SPLIT_FOLDER_PREFIX) :]
         for entry in (filesystem.listdir(path) if filesystem.isdir(path) else [])
-        if entry.startswith(_SPLIT_PREFIX)
+        if entry.startswith(SPLIT_FOLDER_PREFIX)
     )
     if not names:
         raise ValueError(
