@@ -15,7 +15,10 @@ The plugin also globs wildcards in the last level only, and there only
 objects, not folders: TFX's ExampleGen driver's glob of
 ``gs://b/events/day-*/*.csv`` finds nothing. ``configure`` registers, for
 ``gs://`` in TFX's file system registry, TFX's TensorFlow file system with the
-project's glob (``filesystem.glob``, level by level).
+project's glob (``filesystem.glob``, level by level). fake-gcs-server skips the
+parts of a batch request that carry no Content-ID, which google-cloud-storage
+leaves out: Beam's renames on ``gs://`` (a sink's temporary files, copied in
+batches) then copy nothing. Under an emulator, ``configure`` numbers the parts.
 
 S3 (AWS, MinIO): core TensorFlow 2.16 has no ``s3://`` file system; tensorflow-io's
 plugin library has one, reaching the server its own ``S3_ENDPOINT`` names.
@@ -42,6 +45,7 @@ from __future__ import annotations
 import atexit
 import importlib.abc
 import importlib.util
+import itertools
 import logging
 import os
 import sys
@@ -126,6 +130,12 @@ def _configure_gcs() -> None:
     for name, value in _PLUGIN_SETTINGS.items():
         os.environ.setdefault(name, value)
     _register_glob_for_tfx()
+    _after_import("google.cloud.storage.batch", _number_batch_parts)
+
+
+def s3_endpoint() -> str | None:
+    """The S3 endpoint the environment names (the SDKs' variables, then the plugin's), or None."""
+    return _first_set(*AWS_ENDPOINTS, S3_ENDPOINT)
 
 
 def _first_set(*names: str) -> str | None:
@@ -141,22 +151,30 @@ def _configure_s3() -> None:
         return
     _s3_configured = True
     atexit.register(_end_before_static_destructors)
-    if "tensorflow" in sys.modules:
-        _load_s3_plugin()
-    else:
-        sys.meta_path.insert(0, _LoadS3AfterTensorFlow())
+    _after_import("tensorflow", _load_s3_plugin)
 
 
-def _load_s3_plugin() -> None:
+def _load_s3_plugin(_tensorflow) -> None:
     # tensorflow_io's import registers its file systems (tf.Transform imports it too).
     import tensorflow_io  # noqa: F401
 
 
-class _LoadS3AfterTensorFlow(importlib.abc.MetaPathFinder):
-    """Registers tensorflow-io's file systems once ``tensorflow`` has been imported."""
+def _after_import(name: str, action: Callable) -> None:
+    """Calls ``action(module)`` once module ``name`` is imported: now, if it is."""
+    if name in sys.modules:
+        action(sys.modules[name])
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, action))
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls an action on a module once it has been imported."""
+
+    def __init__(self, name: str, action: Callable) -> None:
+        self._name, self._action = name, action
 
     def find_spec(self, name, path=None, target=None):
-        if name != "tensorflow":
+        if name != self._name:
             return None
         sys.meta_path.remove(self)
         spec = importlib.util.find_spec(name)
@@ -164,10 +182,32 @@ class _LoadS3AfterTensorFlow(importlib.abc.MetaPathFinder):
 
         def exec_module(module):
             execute(module)
-            _load_s3_plugin()
+            self._action(module)
 
         spec.loader.exec_module = exec_module
         return spec
+
+
+# Marks google-cloud-storage's batch part class as numbered (configure may run twice).
+_NUMBERED = "_tfrecord_pipelines_numbered"
+
+
+def _number_batch_parts(batch_module) -> None:
+    """Gives each part of google-cloud-storage's batch requests a Content-ID, which GCS's
+    batch API allows and fake-gcs-server needs: it skips a part without one
+    (fakestorage's handleBatchCall), so Beam's GCS renames (copy_batch) copied nothing."""
+    http_part = batch_module.MIMEApplicationHTTP
+    if getattr(http_part, _NUMBERED, False):
+        return
+    initialize = http_part.__init__
+    numbers = itertools.count(1)
+
+    def numbered(self, *args, **kwargs):
+        initialize(self, *args, **kwargs)
+        self["Content-ID"] = f"<part-{next(numbers)}>"
+
+    http_part.__init__ = numbered
+    setattr(http_part, _NUMBERED, True)
 
 
 def _end_before_static_destructors() -> None:

@@ -16,6 +16,7 @@ from tfrecord_pipelines.components.example_gen.engines import BEAM, ENGINES, SPA
 from tfrecord_pipelines.components.example_gen.quarantine_limit import DEFAULT_MAX_BAD_FRACTION
 from tfrecord_pipelines.components.example_gen.spark.session import DEFAULT_MASTER
 from tfrecord_pipelines.components.example_gen.split_sizing import DEFAULT_EVAL_ROWS
+from tfrecord_pipelines.components.storage import filesystem
 
 
 def add_parsers(commands) -> None:
@@ -191,7 +192,8 @@ def _convert_settings(args: argparse.Namespace):
         engine=args.engine,
         spark=_check_engine(args),
     )
-    check_writable(os.path.abspath(args.dest))
+    if not filesystem.is_remote(args.dest):
+        check_writable(os.path.abspath(args.dest))
     return settings, {"schema_path": args.schema, "splits": splits, "split_key": args.split_key}
 
 
@@ -200,7 +202,7 @@ def _convert_and_report(args: argparse.Namespace, settings, arguments: dict) -> 
     from tfrecord_pipelines.local.beam_args import local_beam_args
     from tfrecord_pipelines.local.disk_space import check_disk_full
 
-    dest = os.path.abspath(args.dest)
+    dest = filesystem.absolute(args.dest)
     print(f"Converting {args.source} ({settings.source_format}) into {dest} ...", flush=True)
     try:
         report = convert(
