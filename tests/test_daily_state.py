@@ -8,6 +8,7 @@ import threading
 import pytest
 from tfx.types import standard_artifacts
 
+from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.daily import choices, daily_state
 
 
@@ -129,3 +130,13 @@ def test_the_default_state_sits_beside_the_serving_folder():
 def test_a_window_holds_at_least_one_span(num_spans):
     with pytest.raises(ValueError, match="at least 1 span"):
         choices.window_conversions([], end=3, num_spans=num_spans)
+
+
+def test_a_record_names_the_uri_not_the_launchers_local_copy(tmp_path):
+    model = standard_artifacts.Model()
+    # What a task of a pipeline rooted in MinIO reads: KFP's launcher's copy in the pod.
+    model.uri = "/minio/mlpipeline/v2/artifacts/events/run-1/Trainer/uuid/model"
+    daily_state.record_run(str(tmp_path), [1], model, blessed=True)
+    [run] = daily_state.runs(str(tmp_path))
+    uri = run[keys.MODEL_KEY]["artifact"]["uri"]
+    assert uri == "minio://mlpipeline/v2/artifacts/events/run-1/Trainer/uuid/model"

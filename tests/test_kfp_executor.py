@@ -237,3 +237,52 @@ def test_a_conversions_key_is_its_settings_not_its_span():
     assert conversion_key(_example_gen_input(**settings, requested_span="2")) == today
     for changed in ({"compression": "none"}, {"code_version": "abd"}):
         assert conversion_key(_example_gen_input(**{**settings, **changed})) != today
+
+
+def _window_in_minio() -> pipeline_spec_pb2.ExecutorInput:
+    """Day 2's Trainer input as KFP's driver hands it over with the pipeline root in MinIO:
+    SpanWindow's reference, standing for day 1's conversion (issue 63, finding 2)."""
+    from tfx.types import standard_artifacts
+
+    day_1 = standard_artifacts.Examples()
+    day_1.uri = "minio://mlpipeline/v2/artifacts/events/run-day1/ShardedExampleGen/examples"
+    day_1.set_int_custom_property("span", 1)
+    reference = {
+        "name": "41",
+        "type": {"schemaTitle": "tfx.types.standard_artifacts.Examples"},
+        "uri": "minio://mlpipeline/v2/artifacts/events/run-day2/SpanWindow/window",
+        "metadata": {"members": json.dumps([day_1.to_json_dict()])},
+    }
+    return _executor_input({"inputs": {"artifacts": {"examples": {"artifacts": [reference]}}}})
+
+
+def test_an_earlier_runs_artifact_in_minio_is_read_from_the_store_not_an_unstaged_copy():
+    executor_input = _window_in_minio()
+    kfp_executor.locate_inputs(executor_input, "http://minio-service.kubeflow:9000")
+    [member] = executor_input.inputs.artifacts["examples"].artifacts
+    # The launcher staged only .../run-day2/SpanWindow/window: /minio/.../run-day1/... is not
+    # in the pod. MinIO speaks S3, which TensorFlow reads through the endpoint.
+    assert member.uri == "s3://mlpipeline/v2/artifacts/events/run-day1/ShardedExampleGen/examples"
+
+
+def test_an_earlier_runs_artifact_in_minio_without_an_endpoint_is_one_line():
+    with pytest.raises(ValueError, match="--artifact-secret") as raised:
+        kfp_executor.locate_inputs(_window_in_minio(), None)
+    assert "\n" not in str(raised.value)
+    assert "run-day1/ShardedExampleGen/examples" in str(raised.value)
+
+
+def test_an_artifact_read_through_s3_is_named_as_kfp_names_it():
+    from tfrecord_pipelines.components.storage.launcher_copies import remote_uri
+
+    executor_input = _window_in_minio()
+    kfp_executor.locate_inputs(executor_input, "http://minio-service.kubeflow:9000")
+    [member] = executor_input.inputs.artifacts["examples"].artifacts
+    # A record (the daily state) or a comparison (this run's span?) names the minio:// URI,
+    # whichever path the task read it by: a re-run of a day records no second conversion.
+    assert remote_uri(member.uri) == (
+        "minio://mlpipeline/v2/artifacts/events/run-day1/ShardedExampleGen/examples"
+    )
+    assert remote_uri(f"{member.uri}/Split-train") == (
+        "minio://mlpipeline/v2/artifacts/events/run-day1/ShardedExampleGen/examples/Split-train"
+    )

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.daily import choices
-from tfrecord_pipelines.components.storage import filesystem
+from tfrecord_pipelines.components.storage import filesystem, launcher_copies
 
 CONVERSIONS = "conversions"
 RUNS = "runs"
@@ -71,6 +71,16 @@ def _read_all(folder: str) -> list[tuple[str, dict]]:
     return found
 
 
+def _as_recorded(artifact) -> dict | None:
+    """An artifact's JSON with the URI it is a copy of, when a task read KFP's launcher's
+    local copy: a record outlives the pod."""
+    if artifact is None:
+        return None
+    recorded = artifact.to_json_dict()
+    recorded["artifact"]["uri"] = launcher_copies.remote_uri(artifact.uri)
+    return recorded
+
+
 def record_conversion(
     state_dir: str, span: int, version: int, examples, statistics, quarantine=None
 ) -> str:
@@ -80,7 +90,7 @@ def record_conversion(
     Returns:
       The record's path.
     """
-    name = f"{version}-{_digest(examples.uri)}.json"
+    name = f"{version}-{_digest(launcher_copies.remote_uri(examples.uri))}.json"
     path = os.path.join(state_dir, CONVERSIONS, f"span-{span:08d}", name)
     return _write_once(
         path,
@@ -88,9 +98,9 @@ def record_conversion(
             "span": span,
             "version": version,
             "recorded_ns": time.time_ns(),
-            keys.EXAMPLES_KEY: examples.to_json_dict(),
-            keys.STATISTICS_KEY: statistics.to_json_dict(),
-            keys.QUARANTINE_KEY: quarantine.to_json_dict() if quarantine else None,
+            keys.EXAMPLES_KEY: _as_recorded(examples),
+            keys.STATISTICS_KEY: _as_recorded(statistics),
+            keys.QUARANTINE_KEY: _as_recorded(quarantine),
         },
     )
 
@@ -112,15 +122,15 @@ def record_run(
     Returns:
       The record's path.
     """
-    path = os.path.join(state_dir, RUNS, f"{_digest(model.uri)}.json")
+    path = os.path.join(state_dir, RUNS, f"{_digest(launcher_copies.remote_uri(model.uri))}.json")
     return _write_once(
         path,
         {
             "spans": sorted(set(spans)),
             "blessed": bool(blessed),
             "recorded_ns": time.time_ns(),
-            keys.MODEL_KEY: model.to_json_dict(),
-            keys.ANALYZER_CACHE_KEY: analyzer_cache.to_json_dict() if analyzer_cache else None,
+            keys.MODEL_KEY: _as_recorded(model),
+            keys.ANALYZER_CACHE_KEY: _as_recorded(analyzer_cache),
         },
     )
 

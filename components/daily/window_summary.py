@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from tfrecord_pipelines.components.daily.resolvers import span_of
 from tfrecord_pipelines.components.example_gen.shard_plan_report import ShardPlanReport
 from tfrecord_pipelines.components.keys import ANALYSIS_KEY, SHARD_PLAN_KEY
+from tfrecord_pipelines.components.storage.launcher_copies import remote_uri
 
 if TYPE_CHECKING:
     from tfx import types
@@ -85,6 +86,11 @@ def summarize_conversions(conversions: list[tuple], analysis: str) -> WindowSumm
     )
 
 
+def _same(uri: str, other: str) -> bool:
+    """Whether two paths name one artifact (a launcher's copy and its URI alike)."""
+    return remote_uri(uri).rstrip("/") == remote_uri(other).rstrip("/")
+
+
 def window_of_artifacts(
     window: list[types.Artifact], own_uri: str | None, graph: types.Artifact | None
 ) -> WindowSummary:
@@ -96,7 +102,7 @@ def window_of_artifacts(
             span_of(artifact),
             None,
             artifact.get_string_custom_property(SHARD_PLAN_KEY),
-            own_uri is not None and artifact.uri.rstrip("/") == own_uri.rstrip("/"),
+            own_uri is not None and _same(artifact.uri, own_uri),
         )
         for artifact in window
     ]

@@ -21,15 +21,18 @@ entry point in the same process:
   first, as on Vertex AI: it resolves ``{SPAN}``/``{VERSION}`` patterns and sets
   span, version and input fingerprint.
 - The KFP launcher downloads input artifacts to, and uploads output artifacts
-  from, local paths: ``s3://b/k`` is ``/s3/b/k`` and ``minio://b/k`` is
-  ``/minio/b/k``. TensorFlow has no file system for those schemes, so their
-  URIs are pointed at the local paths while the executor runs, and the
-  executor output names the remote URIs again, as the launcher records them.
-  ``gs://`` stays remote: TensorFlow reads and writes it directly.
+  from, local paths (``launcher_copies``): ``s3://b/k`` is ``/s3/b/k`` and
+  ``minio://b/k`` is ``/minio/b/k``. Their URIs are pointed at the local paths
+  while the executor runs, and the executor output names the remote URIs
+  again, as the launcher records them. ``gs://`` stays remote: TensorFlow
+  reads and writes it directly.
 - The backend hands a task one artifact per input. SpanWindow's outputs
   (a window of spans, and an earlier run's statistics, model or analyzer
   cache, each of which may be none) stand for 0 or more artifacts
-  (``keys.MEMBERS_PROPERTY``): the task that reads one gets those artifacts.
+  (``keys.MEMBERS_PROPERTY``): the task that reads one gets those artifacts,
+  which the launcher did not stage. They are read from their store: gs://
+  directly, minio:// and s3:// as s3:// through the S3 endpoint the pod is
+  given (``compile --artifact-endpoint``, with ``--artifact-secret``'s keys).
 - In the daily pipeline, ExampleGen's entry point gets the daily state
   (``--daily_state_dir``): a span whose files and settings an earlier run
   converted is handed on, not converted again (``conversion_reuse``).
@@ -51,11 +54,8 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.daily import conversion_reuse
-from tfrecord_pipelines.components.storage import filesystem, object_stores
+from tfrecord_pipelines.components.storage import filesystem, launcher_copies, object_stores
 
-# Remote URI prefix -> local path prefix, as KFP's launcher maps them
-# (backend/src/v2/component/launcher_v2.go, LocalPathForURI).
-LAUNCHER_LOCAL_MOUNTS = {"s3://": "/s3/", "minio://": "/minio/"}
 # The output the KFP driver adds when it publishes logs (driver provisionOutputs);
 # it is typed system.Artifact, which TFX cannot import.
 _LAUNCHER_LOG_OUTPUT = "executor-logs"
@@ -143,8 +143,18 @@ def repair_executor_input(
     return repaired
 
 
-def expand_members(executor_input: pipeline_spec_pb2.ExecutorInput) -> None:
-    """Puts in place of each input artifact that stands for others those artifacts, in place."""
+def expand_members(
+    executor_input: pipeline_spec_pb2.ExecutorInput, s3_endpoint: str | None = None
+) -> None:
+    """Puts in place of each input artifact that stands for others those artifacts, in place.
+
+    The launcher staged the reference, not the artifacts it stands for: each is read
+    from its store (``launcher_copies.unstaged_uri``), minio:// and s3:// through
+    ``s3_endpoint``.
+
+    Raises:
+      ValueError: a member in minio:// or s3:// and no ``s3_endpoint``, in one line.
+    """
     from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils
     from tfx.types.artifact import Artifact
 
@@ -164,6 +174,7 @@ def expand_members(executor_input: pipeline_spec_pb2.ExecutorInput) -> None:
                     member, {member.id: f"{reference.name}/{len(expanded)}"}
                 )
                 runtime.type.CopyFrom(reference.type)
+                runtime.uri = launcher_copies.unstaged_uri(runtime.uri, s3_endpoint)
                 expanded.append(runtime)
         del artifact_list.artifacts[:]
         artifact_list.artifacts.extend(expanded)
@@ -183,11 +194,25 @@ def localize_artifact_uris(executor_input: pipeline_spec_pb2.ExecutorInput) -> d
         *_artifacts(executor_input.inputs.artifacts),
         *_artifacts(executor_input.outputs.artifacts),
     ]:
-        for remote_prefix, local_prefix in LAUNCHER_LOCAL_MOUNTS.items():
-            if artifact.uri.startswith(remote_prefix):
-                local = local_prefix + artifact.uri[len(remote_prefix) :]
-                local_to_remote[local] = artifact.uri
-                artifact.uri = local
+        local = launcher_copies.local_copy(artifact.uri)
+        if local:
+            local_to_remote[local] = artifact.uri
+            artifact.uri = local
+    return local_to_remote
+
+
+def locate_inputs(
+    executor_input: pipeline_spec_pb2.ExecutorInput, s3_endpoint: str | None
+) -> dict[str, str]:
+    """Points each artifact at where this pod reads or writes it, in place: the launcher's
+    local copies of the staged ones (``localize_artifact_uris``), then, for each reference,
+    the artifacts it stands for in their stores (``expand_members``).
+
+    Returns:
+      Local path -> the remote URI it replaced.
+    """
+    local_to_remote = localize_artifact_uris(executor_input)
+    expand_members(executor_input, s3_endpoint)
     return local_to_remote
 
 
@@ -346,8 +371,7 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
     executor_input = repair_executor_input(
         executor_input, inputs_spec, project_artifact_class_paths()
     )
-    expand_members(executor_input)
-    local_to_remote = localize_artifact_uris(executor_input)
+    local_to_remote = locate_inputs(executor_input, object_stores.s3_endpoint())
     _make_local_output_dirs(executor_input)
     if _is_file_based_example_gen(args.executor_class_path, executor_input):
         _run_example_gen_driver(executor_input, args.json_serialized_inputs_spec_args)

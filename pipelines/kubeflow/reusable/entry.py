@@ -40,12 +40,9 @@ def _parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def _local_path(uri: str) -> str:
-    from tfrecord_pipelines.kubeflow.kfp_executor import LAUNCHER_LOCAL_MOUNTS
+    from tfrecord_pipelines.components.storage.launcher_copies import local_copy
 
-    for remote, local in LAUNCHER_LOCAL_MOUNTS.items():
-        if uri.startswith(remote):
-            return local + uri[len(remote) :]
-    return uri
+    return local_copy(uri) or uri
 
 
 def _split_names(uri: str) -> str:
