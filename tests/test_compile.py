@@ -9,7 +9,7 @@ from google.protobuf import json_format
 from kfp.kubernetes import kubernetes_executor_config_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from conftest import PIPELINE_COMPONENTS, run_cli
+from conftest import PIPELINE_COMPONENTS, REPO_ROOT, run_cli
 from tfrecord_pipelines.cli.data_service import KUBERNETES_DISPATCHER
 from tfrecord_pipelines.components.private_api.kfp_private import load_pipeline_file
 
@@ -230,12 +230,24 @@ def test_image_pipeline_with_a_module_file_compiles_for_pods(tmp_path, repo_root
     module = tmp_path / "my_trainer.py"
     module.write_text("def run_fn(fn_args):\n    pass\n")
     output = tmp_path / "digits.yaml"
+    settings = ("--data", str(repo_root / "data" / "digits"), "--module-file", str(module))
+    result = run_cli("compile", *settings, "--output", str(output), cwd=tmp_path)
+    # A pod has only the volumes its spec mounts: the module file is in none of them.
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: Trainer is given {module}, which no volume")
+    assert len(result.stderr.strip().splitlines()) == 1 and not output.exists()
     result = run_cli(
-        "compile", "--data", str(repo_root / "data" / "digits"), "--output", str(output),
-        "--module-file", str(module), cwd=tmp_path,
+        "compile", *settings, "--volume", f"user-code:{tmp_path}", "--output", str(output),
+        cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert f"pods import --module-file {module} at that path" in result.stderr
+    platforms = list(yaml.safe_load_all(output.read_text()))[1]["platforms"]["kubernetes"]
+    mounted = {
+        executor: [m["mountPath"] for m in config.get("pvcMount", [])]
+        for executor, config in platforms["deploymentSpec"]["executors"].items()
+    }
+    # Mounted where a path under it is given: the Trainer, which imports the module file.
+    assert [e for e, paths in mounted.items() if str(tmp_path) in paths] == ["Trainer_executor"]
     spec = _pipeline_spec(output)
     tasks = spec["root"]["dag"]["tasks"]
 
@@ -253,6 +265,8 @@ def test_image_pipeline_with_a_module_file_compiles_for_pods(tmp_path, repo_root
     # Images: uncompressed shards for 10 readers, image statistics, no
     # transformed copy of the images; the Trainer reads ExampleGen's shards.
     assert constant("ShardedExampleGen", "source_format") == "images"
+    # The bundled images where the image holds them.
+    assert constant("ShardedExampleGen", "input_base") == "/app/data/digits"
     assert constant("ShardedExampleGen", "compression") == "none"
     assert constant("ShardedExampleGen", "num_readers") == 10
     # ExampleGen describes the images as images in its own pass (no StatisticsGen).
@@ -324,6 +338,7 @@ def test_data_in_spans_compiles_with_the_span_as_a_run_time_parameter(tmp_path):
     result = run_cli(
         "compile", "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
         "--output", str(output), "--serving-dir", "gs://bucket/serving",
+        "--volume", f"events:{tmp_path}",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     spec = _pipeline_spec(output)
@@ -345,6 +360,7 @@ def test_data_in_spans_compiles_with_the_span_as_a_run_time_parameter(tmp_path):
     result = run_cli(
         "compile", "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
         "--span", "1", "--output", str(pinned), "--serving-dir", "gs://bucket/serving",
+        "--volume", f"events:{tmp_path}",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert _caching(_pipeline_spec(pinned))["ShardedExampleGen"] is True
@@ -356,6 +372,7 @@ def test_a_window_compiles_to_span_window_and_record_run_over_the_daily_state(tm
     result = run_cli(
         "compile", "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
         "--window", "3", "--output", str(output), "--serving-dir", "gs://bucket/models/serving",
+        "--volume", f"events:{tmp_path}",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "gs://bucket/models/daily-state/events" in result.stdout
@@ -391,7 +408,112 @@ def test_a_window_compiles_to_span_window_and_record_run_over_the_daily_state(tm
     assert _caching(spec)["Trainer"] is True
 
 
+def _executors(output: Path) -> dict[str, dict]:
+    """The PlatformSpec's config of each executor, by task name."""
+    spec, platform = yaml.safe_load_all(output.read_text())
+    executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    return {task: executors.get(f"{task}_executor", {}) for task in spec["root"]["dag"]["tasks"]}
+
+
+def test_every_task_that_keeps_the_daily_state_mounts_its_volume(tmp_path):
+    """Issue 63, finding 1: by default the daily state is beside the serving folder on the
+    serving PVC; every task that reads or writes it mounts it, not only the Pusher."""
+    _two_days(tmp_path / "events")
+    output = tmp_path / "daily.yaml"
+    result = run_cli(
+        "compile", "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
+        "--window", "2", "--output", str(output), "--volume", f"events:{tmp_path}",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "/pipeline/serving_model/daily-state/events" in result.stdout
+    executors = _executors(output)
+    mounts = {
+        task: sorted(f"{m['constant']}:{m['mountPath']}" for m in config.get("pvcMount", []))
+        for task, config in executors.items()
+    }
+    serving = "tfrecord-pipelines-serving:/pipeline/serving_model"
+    assert {t for t, m in mounts.items() if serving in m} == {
+        "ShardedExampleGen", "SpanWindow", "RecordRun", "Pusher",
+    }  # fmt: skip
+    # The data's volume where the data is read: ExampleGen, and SpanWindow's span folders.
+    assert {t for t, m in mounts.items() if f"events:{tmp_path}" in m} == {
+        "ShardedExampleGen", "SpanWindow",
+    }  # fmt: skip
+    # Every task reads earlier runs' artifacts from a MinIO pipeline root with KFP's Secret.
+    for task, config in executors.items():
+        [secret] = config["secretAsEnv"]
+        assert secret["secretName"] == "mlpipeline-minio-artifact", task
+        assert [k["envVar"] for k in secret["keyToEnv"]] == [
+            "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+        ]  # fmt: skip
+    spec = _pipeline_spec(output)
+    for executor in spec["deploymentSpec"]["executors"].values():
+        env = executor["container"]["env"]
+        assert env == [{"name": "AWS_ENDPOINT_URL", "value": "http://minio-service.kubeflow:9000"}]
+
+
+def test_a_path_no_volume_holds_is_refused_naming_the_task(tmp_path):
+    _two_days(tmp_path / "events")
+    output = tmp_path / "daily.yaml"
+    result = run_cli(
+        "compile", "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
+        "--window", "2", "--output", str(output),
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        f"error: ShardedExampleGen is given {tmp_path}/events, which no volume of its pod holds"
+    )
+    assert len(result.stderr.strip().splitlines()) == 1 and not output.exists()
+
+
 def test_a_state_dir_without_a_window_is_a_usage_error(tmp_path):
     result = run_cli("compile", "--state-dir", "gs://b/state", "--output", str(tmp_path / "x.yaml"))
     assert result.returncode == 2
     assert "--state-dir keeps a window's state: give --window N with it." in result.stderr
+
+
+# Every shape of pipeline the project ships and its guides show, each with the volumes its
+# data needs (the spans on a claim, as a cluster would mount them).
+SHIPPED = {
+    "penguins": (),
+    "images": ("--data", str(REPO_ROOT / "data" / "digits")),
+    "spans": ("--data", "{events}/day-{{SPAN}}/", "--label", "label", "--volume", "events:{root}"),
+    "daily": (
+        "--data", "{events}/day-{{SPAN}}/", "--label", "label", "--window", "3",
+        "--volume", "events:{root}",
+    ),
+    "gpu": (
+        "--image", "registry.example/tp:1", "--trainer-image", "registry.example/tp:1-gpu",
+        "--gpus", "2", "--trainer-cpu", "8", "--trainer-memory", "32Gi",
+        "--example-gen-engine", "spark", "--spark-master", "k8s://https://kubernetes.default.svc:443",
+        "--data-service", "grpc://tf-data-dispatcher:5000",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", sorted(SHIPPED))
+def test_every_path_a_task_is_given_is_on_a_volume_it_mounts_or_in_the_image(shape, tmp_path):
+    """Issue 63: read back as KFP's backend reads the PlatformSpec, every local path each task
+    is given (parameters, their JSON, its container's arguments) is under a volume its pod
+    mounts, or in the image (/app)."""
+    from tfrecord_pipelines.kubeflow import platform_spec, task_paths
+
+    _two_days(tmp_path / "events")
+    output = tmp_path / f"{shape}.yaml"
+    settings = [s.format(events=tmp_path / "events", root=tmp_path) for s in SHIPPED[shape]]
+    result = run_cli("compile", *settings, "--output", str(output))
+    assert result.returncode == 0, result.stderr
+    spec, document = yaml.safe_load_all(output.read_text())
+    placements = platform_spec.read_back(spec, document)
+    paths = task_paths.local_paths(spec)
+    assert any(paths.values()), paths
+    for task, given in paths.items():
+        executor = platform_spec.executor_label(spec, task)
+        placement = placements.get(executor, platform_spec.TaskPlacement())
+        mounts = [volume.mount_path for volume in placement.volumes]
+        for path in given:
+            assert any(task_paths.is_under(path, m) for m in [*mounts, "/app"]), (
+                task,
+                path,
+                mounts,
+            )

@@ -305,7 +305,7 @@ def test_dockerignore_leaves_out_local_state() -> None:
         ".tools/bin/uv",
         "output/kubeflow/x.yaml",
         ".git/HEAD",
-        "data/penguins/penguins.csv",
+        "data/write_digits.py",
         "tests/conftest.py",
         "benchmarks/example_gen.py",
         "tfrecord_pipelines.egg-info/PKG-INFO",

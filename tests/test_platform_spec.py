@@ -8,6 +8,7 @@ from kfp.kubernetes import kubernetes_executor_config_pb2
 
 from tfrecord_pipelines.kubeflow.platform_spec import (
     PlatformSpecError,
+    SecretEnv,
     TaskPlacement,
     Toleration,
     VolumeMount,
@@ -201,3 +202,18 @@ def test_what_the_backend_would_drop_or_read_differently_is_refused(document, me
 def test_a_pvc_named_only_in_the_old_field_reads_the_same_on_both_backends():
     document = _with(lambda d: _trainer(d)["pvcMount"][0].pop("pvcNameParameter"))
     assert read_back(SPEC, document)["Trainer_executor"].volumes == GPU_PLACEMENT.volumes
+
+
+def test_a_secret_as_variables_reads_back_the_same_on_both_backends():
+    placement = TaskPlacement(
+        secret_env=(SecretEnv("mlpipeline-minio-artifact", (("accesskey", "AWS_ACCESS_KEY_ID"),)),)
+    )
+    document = checked_document(SPEC, {"Trainer": placement})
+    [secret] = _trainer(document)["secretAsEnv"]
+    # Backend 2.4 reads secretName; 2.5 secretNameParameter first: both are written.
+    assert secret["secretName"] == "mlpipeline-minio-artifact"
+    assert secret["secretNameParameter"]["runtimeValue"]["constant"] == secret["secretName"]
+    assert read_back(SPEC, document) == {"Trainer_executor": placement}
+    secret["secretName"] = "another"
+    with pytest.raises(PlatformSpecError, match="names 'another' for backend 2.4"):
+        read_back(SPEC, document)

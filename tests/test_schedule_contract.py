@@ -30,6 +30,7 @@ def _compile(root: Path, folder: str, names: list[str]) -> Path:
     result = run_cli(
         "compile", "--data", f"{root}/events/{folder}/", "--label", "label",
         "--output", str(package), "--serving-dir", "gs://bucket/serving",
+        "--volume", f"events:{root}",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     return package
@@ -160,7 +161,7 @@ def test_the_daily_pipeline_is_scheduled_with_its_window_and_state(tmp_path, ser
         "submit", "--data", f"{tmp_path}/events/{{YYYY}}-{{MM}}-{{DD}}/", "--label", "label",
         "--window", "7", "--serving-dir", "gs://bucket/serving", "--state-dir", "gs://bucket/state",
         f"--host={url}", f"--pipeline-root={ROOT}", "--schedule", "0 30 1 * * *",
-        "--output", str(tmp_path / "daily.yaml"),
+        "--output", str(tmp_path / "daily.yaml"), "--volume", f"events:{tmp_path}",
     )  # fmt: skip
     # The server's own checks of the spec (its Argo compiler's: no Resolver executor, task
     # names, component references) pass, and each run gets its day.

@@ -11,6 +11,7 @@ import traceback
 from pathlib import Path
 
 from tfrecord_pipelines.cli.task_arguments import (
+    BUNDLED_DATA_DIR,
     SCHEMAS_DIR,
     add_no_cache_argument,
     add_task_arguments,
@@ -20,9 +21,16 @@ from tfrecord_pipelines.cli.task_arguments import (
 from tfrecord_pipelines.cli.usage import UsageError
 from tfrecord_pipelines.components.daily.daily_state import default_state_dir
 from tfrecord_pipelines.components.example_gen.spark.session import KUBERNETES_IMAGE_CONF
+from tfrecord_pipelines.kubeflow.artifact_store import (
+    DEFAULT_ENDPOINT as DEFAULT_ARTIFACT_ENDPOINT,
+)
+from tfrecord_pipelines.kubeflow.artifact_store import DEFAULT_SECRET as DEFAULT_ARTIFACT_SECRET
 
-# Where docker/Dockerfile installs the project's schemas/ folder.
-IMAGE_SCHEMAS_DIR = "/app/schemas"
+# Where the image holds the project (docker/Dockerfile's WORKDIR), the bundled schemas and
+# the bundled data.
+IMAGE_ROOT = "/app"
+IMAGE_SCHEMAS_DIR = f"{IMAGE_ROOT}/schemas"
+IMAGE_DATA_DIR = f"{IMAGE_ROOT}/data"
 # k8s/base creates this claim for pushed models.
 DEFAULT_SERVING_PVC = "tfrecord-pipelines-serving"
 # Where the repository keeps the generated KFP component specs.
@@ -152,6 +160,14 @@ def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
         help="PersistentVolumeClaim to mount into the Trainer, repeatable",
     )
     parser.add_argument(
+        "--volume",
+        action="append",
+        default=[],
+        metavar="CLAIM:/PATH",
+        help="PersistentVolumeClaim mounted at /PATH in every task given a path under it "
+        "(local --data, --module-file, --serving-dir, --state-dir), repeatable",
+    )
+    parser.add_argument(
         "--serving-dir",
         help="where pods push blessed models (default: /pipeline/serving_model/<name>)",
     )
@@ -164,8 +180,25 @@ def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--serving-pvc",
         default=DEFAULT_SERVING_PVC,
-        help="PersistentVolumeClaim the Pusher mounts at a local --serving-dir's parent; "
-        f"'none' to mount nothing (default: {DEFAULT_SERVING_PVC}, from k8s/)",
+        help="PersistentVolumeClaim mounted at a local --serving-dir's parent, in every task "
+        "given a path under it (the Pusher; with --window, the tasks that keep the daily "
+        f"state); 'none' to mount nothing (default: {DEFAULT_SERVING_PVC}, from k8s/)",
+    )
+    parser.add_argument(
+        "--artifact-secret",
+        default=DEFAULT_ARTIFACT_SECRET,
+        metavar="NAME[:ACCESS_KEY_ENTRY,SECRET_KEY_ENTRY]",
+        help="with --window: the Secret whose keys the tasks read earlier runs' artifacts in a "
+        "minio:// or s3:// pipeline root with (k8s/'s: tfrecord-pipelines-s3-credentials:"
+        "AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY); 'none' for a gs:// pipeline root "
+        f"(default: KFP's own, {DEFAULT_ARTIFACT_SECRET}, entries accesskey,secretkey)",
+    )
+    parser.add_argument(
+        "--artifact-endpoint",
+        default=DEFAULT_ARTIFACT_ENDPOINT,
+        help="with --window: the S3 endpoint of that pipeline root's store (default: "
+        f"{DEFAULT_ARTIFACT_ENDPOINT}, KFP 2.4-2.14's MinIO; 2.15 and later: "
+        "http://seaweedfs.kubeflow:9000)",
     )
 
 
@@ -191,26 +224,36 @@ def _trainer_placement(args: argparse.Namespace):
     )
 
 
-def _placements(args: argparse.Namespace, trainer_placement, serving_dir: str) -> dict:
-    """The Trainer's placement, and the Pusher's serving volume."""
-    from tfrecord_pipelines.components.keys import PUSHER_ID, TRAINER_ID
+def _volumes(args: argparse.Namespace, serving_dir: str) -> tuple:
+    """--volume's claims, and the serving PVC at a local serving folder's parent, which holds
+    the daily state too."""
     from tfrecord_pipelines.kubeflow import platform_spec
 
-    placements = {TRAINER_ID: trainer_placement}
-    if args.serving_pvc != _NONE and "://" not in serving_dir:
-        placements[PUSHER_ID] = platform_spec.TaskPlacement(
-            volumes=(platform_spec.VolumeMount(args.serving_pvc, os.path.dirname(serving_dir)),)
-        )
-    return placements
+    volumes = tuple(map(platform_spec.VolumeMount.parse, args.volume))
+    if args.serving_pvc == _NONE or "://" in serving_dir:
+        return volumes
+    return (*volumes, platform_spec.VolumeMount(args.serving_pvc, os.path.dirname(serving_dir)))
+
+
+def _artifact_store(args: argparse.Namespace):
+    """How a window's tasks reach earlier runs' artifacts in the pipeline root's store."""
+    from tfrecord_pipelines.kubeflow.artifact_store import ArtifactStoreAccess
+
+    if not args.window or args.artifact_secret == _NONE:
+        return None
+    return ArtifactStoreAccess.parse(args.artifact_secret, args.artifact_endpoint)
 
 
 def _in_image_paths(config):
-    """The config with the bundled schemas at their place in the component image."""
-    import dataclasses
-
+    """The config with the bundled schemas and data at their place in the component image."""
     if config.schema_path and Path(config.schema_path).is_relative_to(SCHEMAS_DIR):
         relative = Path(config.schema_path).relative_to(SCHEMAS_DIR)
         config = dataclasses.replace(config, schema_path=f"{IMAGE_SCHEMAS_DIR}/{relative}")
+    source = config.source
+    if not source.spans and Path(source.root).is_relative_to(BUNDLED_DATA_DIR):
+        relative = Path(source.root).relative_to(BUNDLED_DATA_DIR)
+        source = dataclasses.replace(source, root=f"{IMAGE_DATA_DIR}/{relative}")
+        config = dataclasses.replace(config, source=source)
     return config
 
 
@@ -243,10 +286,14 @@ def run_compile(args: argparse.Namespace) -> str:
         memory=args.trainer_memory,
     )
     trainer_placement = _trainer_placement(args)
+    volumes = _volumes(args, config.serving_dir)
+    artifact_store = _artifact_store(args)
     from tfrecord_pipelines.kubeflow import runner as kubeflow_runner
 
     config = _spark_executors_in_the_image(config, args.image or kubeflow_runner.DEFAULT_IMAGE)
-    placements = _placements(args, trainer_placement, config.serving_dir)
+    from tfrecord_pipelines.components.keys import TRAINER_ID
+
+    placements = {TRAINER_ID: trainer_placement}
     output = args.output or os.path.join("output", "kubeflow", f"{config.name}.yaml")
     state_dir = None
     if config.window:
@@ -264,20 +311,11 @@ def run_compile(args: argparse.Namespace) -> str:
         placements=placements,
         enable_cache=not args.no_cache,
         state_dir=state_dir,
+        volumes=volumes,
+        artifact_store=artifact_store,
+        in_image=(IMAGE_ROOT,),
     )
     print(f"Wrote Kubeflow Pipelines v2 spec for {config.name!r} to {os.path.abspath(output)}")
-    if "://" not in config.source.root:
-        print(
-            f"note: pods read --data {config.source.root} at that path: pass a bucket URI "
-            "(gs://...) unless the cluster mounts it there",
-            file=sys.stderr,
-        )
-    if config.module_file and "://" not in config.module_file.path:
-        print(
-            f"note: pods import --module-file {config.module_file.path} at that path: copy it "
-            "into an image built from ours at that path, mount it there, or pass a bucket URI",
-            file=sys.stderr,
-        )
     return output
 
 

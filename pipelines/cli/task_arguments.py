@@ -30,7 +30,9 @@ from tfrecord_pipelines.components.task import CLASSIFICATION, PROBLEMS
 from tfrecord_pipelines.definition.config import DEFAULT_EVAL_STEPS
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_DATA = _REPO_ROOT / "data" / "penguins"
+# The bundled data sets, which the image holds too (docker/Dockerfile).
+BUNDLED_DATA_DIR = _REPO_ROOT / "data"
+DEFAULT_DATA = BUNDLED_DATA_DIR / "penguins"
 DEFAULT_LABEL = "species"
 SCHEMAS_DIR = _REPO_ROOT / "schemas"
 _NO_AUGMENTATION = "none"

@@ -93,6 +93,31 @@ class VolumeMount:
 
 
 @dataclasses.dataclass(frozen=True)
+class SecretEnv:
+    """A Secret's keys as environment variables of a component's container."""
+
+    secret: str
+    # (the Secret's key, the variable's name), in order.
+    key_to_env: tuple[tuple[str, str], ...]
+
+    def __post_init__(self):
+        if not _CLAIM_NAME.match(self.secret) or len(self.secret) > 253:
+            raise ValueError(f"Secret {self.secret!r} is not a Kubernetes object name.")
+
+    def to_proto(self) -> k8s_pb2.SecretAsEnv:
+        """Returns the kfp-kubernetes message, in the old and the new field as kfp writes it."""
+        proto = k8s_pb2.SecretAsEnv(
+            secret_name=self.secret,
+            key_to_env=[
+                k8s_pb2.SecretAsEnv.SecretKeyToEnvMap(secret_key=key, env_var=variable)
+                for key, variable in self.key_to_env
+            ],
+        )
+        proto.secret_name_parameter.runtime_value.constant.string_value = self.secret
+        return proto
+
+
+@dataclasses.dataclass(frozen=True)
 class TaskPlacement:
     """Where one component's pod may run and what it mounts.
 
@@ -101,11 +126,13 @@ class TaskPlacement:
       tolerations: taints the pod tolerates (GPU node pools are usually tainted so
         that only pods asking for GPUs land there).
       volumes: PersistentVolumeClaims to mount.
+      secret_env: Secrets whose keys the container gets as variables.
     """
 
     node_selector: Mapping[str, str] = dataclasses.field(default_factory=dict)
     tolerations: tuple[Toleration, ...] = ()
     volumes: tuple[VolumeMount, ...] = ()
+    secret_env: tuple[SecretEnv, ...] = ()
 
     def __post_init__(self):
         for key in self.node_selector:
@@ -114,7 +141,7 @@ class TaskPlacement:
 
     def is_empty(self) -> bool:
         """True when the placement changes nothing about the pod."""
-        return not (self.node_selector or self.tolerations or self.volumes)
+        return not (self.node_selector or self.tolerations or self.volumes or self.secret_env)
 
     def to_proto(self) -> k8s_pb2.KubernetesExecutorConfig:
         """Returns the executor's KubernetesExecutorConfig."""
@@ -123,6 +150,7 @@ class TaskPlacement:
             config.node_selector.labels.update(self.node_selector)
         config.tolerations.extend(t.to_proto() for t in self.tolerations)
         config.pvc_mount.extend(v.to_proto() for v in self.volumes)
+        config.secret_as_env.extend(s.to_proto() for s in self.secret_env)
         return config
 
 
@@ -204,6 +232,22 @@ def _claim_as_backend_2_5(mount: k8s_pb2.PvcMount, executor: str) -> str:
     return parameter.runtime_value.constant.string_value
 
 
+def _secret_env(proto: k8s_pb2.SecretAsEnv, executor: str) -> SecretEnv:
+    """The Secret backends 2.4.x (``secretName``) and 2.5.x (``secretNameParameter`` first)
+    both read, as PVC mounts are read."""
+    new = proto.secret_name
+    if proto.HasField("secret_name_parameter"):
+        constant = proto.secret_name_parameter.runtime_value.constant
+        new = constant.string_value if constant.HasField("string_value") else ""
+    if new != proto.secret_name or not new:
+        raise PlatformSpecError(
+            f"PlatformSpec executor {executor!r}: a secret as variables names "
+            f"{proto.secret_name!r} for backend 2.4 and {new!r} for 2.5; both need the same "
+            "constant name."
+        )
+    return SecretEnv(new, tuple((m.secret_key, m.env_var) for m in proto.key_to_env))
+
+
 def _toleration(proto: k8s_pb2.Toleration, executor: str) -> Toleration:
     if proto.HasField("toleration_json"):
         raise PlatformSpecError(
@@ -243,11 +287,13 @@ def _placement(config: k8s_pb2.KubernetesExecutorConfig, executor: str) -> TaskP
                 "and a mount path."
             )
         volumes.append(VolumeMount(claim=new, mount_path=mount.mount_path))
+    secrets = tuple(_secret_env(s, executor) for s in config.secret_as_env)
     try:
         return TaskPlacement(
             node_selector=dict(config.node_selector.labels),
             tolerations=tuple(_toleration(t, executor) for t in config.tolerations),
             volumes=tuple(volumes),
+            secret_env=secrets,
         )
     except ValueError as e:
         raise PlatformSpecError(f"PlatformSpec executor {executor!r}: {e}") from e

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import yaml
 from tfx.orchestration.data_types import RuntimeParameter
@@ -15,8 +16,10 @@ from tfrecord_pipelines.components.keys import EXAMPLE_GEN_ID, SPAN_WINDOW_ID, T
 from tfrecord_pipelines.components.storage import filesystem
 from tfrecord_pipelines.definition.config import PipelineConfig
 from tfrecord_pipelines.definition.pipeline import create_pipeline
+from tfrecord_pipelines.kubeflow import task_paths
+from tfrecord_pipelines.kubeflow.artifact_store import ArtifactStoreAccess
 from tfrecord_pipelines.kubeflow.kfp_executor import DAILY_STATE_FLAG
-from tfrecord_pipelines.kubeflow.platform_spec import TaskPlacement, checked_document
+from tfrecord_pipelines.kubeflow.platform_spec import TaskPlacement, VolumeMount, checked_document
 from tfrecord_pipelines.kubeflow.schedule import LATEST_SPAN, SPAN_PARAMETER
 from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
 from tfrecord_pipelines.report.component import reporter_of
@@ -95,6 +98,9 @@ def compile_for_kubeflow(
     placements: Mapping[str, TaskPlacement] | None = None,
     enable_cache: bool = True,
     state_dir: str | None = None,
+    volumes: Sequence[VolumeMount] = (),
+    artifact_store: ArtifactStoreAccess | None = None,
+    in_image: Sequence[str] = (),
 ) -> str:
     """Writes the pipeline as a KFP v2 YAML file: PipelineSpec, then PlatformSpec.
 
@@ -121,7 +127,13 @@ def compile_for_kubeflow(
       enable_cache: every task's ``cachingOptions.enableCache``: KFP reuses a
         task's earlier outputs when its image, command, inputs and parameters match.
       state_dir: with a window of spans: the daily state's folder, which the
-        pods read and write (a bucket URI on a cluster).
+        pods read and write (a bucket URI, or a folder of a volume).
+      volumes: PersistentVolumeClaims each mounted in every task given a path
+        under its mount path (the serving folder, the daily state, data).
+      artifact_store: with a window of spans: the Secret and endpoint every task
+        reads earlier runs' artifacts in the pipeline root's store with (MinIO,
+        S3); None: the tasks read them only from gs:// or a volume.
+      in_image: folders the image holds, which a task may be given paths in.
 
     Returns:
       output_file.
@@ -129,6 +141,8 @@ def compile_for_kubeflow(
     Raises:
       ValueError: if output_file does not end in .yaml or .yml, or the config
         asks for a window of spans without a state_dir.
+      task_paths.UnreachablePathError: a task is given a local path that no volume
+        of its pod holds and the image does not (no file is left behind).
     """
     if not output_file.endswith((".yaml", ".yml")):
         raise ValueError(f"Output {output_file!r} must end in .yaml or .yml.")
@@ -145,9 +159,50 @@ def compile_for_kubeflow(
         trainer.with_platform_config(resource_spec)
     _write_pipeline_spec(pipeline, output_file, image, trainer_image)
     _complete(output_file, config, state_dir)
-    if placements:
-        _append_platform_spec(output_file, placements)
+    with filesystem.open_file(output_file) as f:
+        spec = yaml.safe_load(f.read())
+    placements = _with_volumes(spec, dict(placements or {}), volumes)
+    try:
+        task_paths.check_reachable(
+            spec, {task: p.volumes for task, p in placements.items()}, in_image
+        )
+    except task_paths.UnreachablePathError:
+        filesystem.remove(output_file)
+        raise
+    if artifact_store and config.window:
+        _with_artifact_store(output_file, spec, placements, artifact_store)
+    _append_platform_spec(output_file, placements)
     return output_file
+
+
+def _with_volumes(
+    spec: dict, placements: dict[str, TaskPlacement], volumes: Sequence[VolumeMount]
+) -> dict[str, TaskPlacement]:
+    """Each task's placement with the volumes that hold the paths it is given."""
+    for task, needed in task_paths.volumes_by_task(spec, volumes).items():
+        placement = placements.get(task, TaskPlacement())
+        extra = tuple(v for v in needed if v not in placement.volumes)
+        placements[task] = dataclasses.replace(placement, volumes=placement.volumes + extra)
+    return placements
+
+
+def _with_artifact_store(
+    output_file: str,
+    spec: dict,
+    placements: dict[str, TaskPlacement],
+    access: ArtifactStoreAccess,
+) -> None:
+    """Gives every task the store's endpoint and the Secret's keys, in place."""
+    for executor in spec["deploymentSpec"]["executors"].values():
+        env = executor["container"].setdefault("env", [])
+        env += [{"name": k, "value": v} for k, v in access.environment().items()]
+    for task in spec["root"]["dag"]["tasks"]:
+        placement = placements.get(task, TaskPlacement())
+        placements[task] = dataclasses.replace(
+            placement, secret_env=(*placement.secret_env, access.secret_env())
+        )
+    with filesystem.open_file(output_file, "w") as f:
+        f.write(yaml.safe_dump(spec, sort_keys=False))
 
 
 def _kubeflow_pipeline(config: PipelineConfig, enable_cache: bool, state_dir: str | None):
