@@ -1,0 +1,423 @@
+"""A contract test of KFP's driver and launcher: a compiled pipeline's tasks run as a cluster's
+pods get them, each in its own container of the image.
+
+What a pod of KFP open source gets, and nothing more, read in kubeflow/pipelines at
+7b70c7b95f68 (backend/src/v2; file:line given at each rule below):
+
+- Its output artifacts' URIs under the pipeline root, ``{root}/{pipeline}/{run}`` and
+  then ``{task}/{uuid}/{output}`` (metadata/client.go:420, driver/driver.go:767-778,
+  driver/container.go:116-122, a new uuid per execution), the executor output file at
+  the local path of ``{task}/{uuid}`` (driver/driver.go:795-800), and an
+  ``executor-logs`` output, since PUBLISH_LOGS defaults to "true"
+  (compiler/argocompiler/container.go:144-149, driver/driver.go:747-758).
+- Each input artifact as ML Metadata gives it back: its URI and metadata as the producer's
+  launcher recorded them, merged from the executor output (component/launcher_v2.go:
+  805-808, 1188-1205), with no type (metadata/client.go:1144, ``Schema: ""``).
+- Each input artifact with a gs://, minio:// or s3:// URI downloaded whole, every
+  object under its key, to ``/gcs/...``, ``/minio/...`` or ``/s3/...`` before the
+  command runs, whether the command reads it or not (component/launcher_v2.go:
+  691, 927-1003, 1239-1253; objectstore/object_store.go:176-205).
+- The parent folder of each output's local path made (component/launcher_v2.go:
+  1280-1307); the command run with ``{{$}}`` replaced by the ExecutorInput's JSON
+  (component/launcher_v2.go:1051-1077); after it, each output's local path
+  uploaded, file by file, to its URI, a path that does not exist skipped
+  (component/launcher_v2.go:778-855, objectstore/object_store.go:111-144).
+- The volumes, secrets and variables its PlatformSpec and container spec name: a
+  PersistentVolumeClaim the test's cluster holds at its mount path, a secret's keys
+  as variables. The container's own disk goes with the pod.
+
+Stand-ins, each named: podman runs a pod's container (``--network host``, for the
+object stores on 127.0.0.1); the PVC is a folder of this machine; ML Metadata is the
+records this module keeps; every pod also gets ``cluster_environment``, which
+points the clients at the emulators, as a cluster's network routes them to the
+real service. Scheduling (node selectors, tolerations, resources) is the
+cluster's and is not imitated: every task runs here, one at a time, in the DAG's
+order. Placeholders other than ``{{$}}`` are refused: none of the project's
+pipelines uses one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+from google.protobuf import json_format, struct_pb2
+from kfp.pipeline_spec import pipeline_spec_pb2
+
+from component_image import chown_for_the_image, podman
+
+# component/launcher_v2.go:1239-1253, LocalPathForURI.
+LOCAL_PREFIXES = {"gs://": "/gcs/", "minio://": "/minio/", "s3://": "/s3/"}
+_LOG_OUTPUT = "executor-logs"
+
+
+class TaskFailed(RuntimeError):
+    """A task's command exited non-zero (its logs' tail is in the message)."""
+
+    def __init__(self, task: str, logs: str) -> None:
+        super().__init__(f"{task} failed:\n{logs[-4000:]}")
+        self.task = task
+        self.logs = logs
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskRecord:
+    """One task as the launcher ran it."""
+
+    executor_input: pipeline_spec_pb2.ExecutorInput
+    # Each output as recorded in ML Metadata: name -> (uri, metadata).
+    outputs: dict[str, tuple[str, dict]]
+    logs: str
+    # What the launcher copied into the pod before the command: each file's path in the pod
+    # and bytes, and the seconds the copy took.
+    staged: tuple[tuple[str, int], ...]
+    staged_seconds: float
+    # The PVC mounts and secret variables the pod got.
+    mounts: tuple[str, ...]
+    secret_variables: tuple[str, ...]
+
+    @property
+    def staged_bytes(self) -> int:
+        return sum(size for _, size in self.staged)
+
+
+class ObjectStores:
+    """The pipeline root's store and any other store an artifact's URI names, as the launcher
+    reaches them: gs:// through fake-gcs-server, minio:// and s3:// through moto."""
+
+    def __init__(self, gcs_url: str | None = None, s3_url: str | None = None) -> None:
+        self._gcs_url, self._s3_url = gcs_url, s3_url
+
+    def _s3(self):
+        import boto3
+
+        return boto3.client(
+            "s3", endpoint_url=self._s3_url, aws_access_key_id="testing",
+            aws_secret_access_key="testing", region_name="us-east-1",
+        )  # fmt: skip
+
+    def _gcs_bucket(self, name: str):
+        from google.auth.credentials import AnonymousCredentials
+        from google.cloud import storage
+
+        client = storage.Client(
+            project="test", credentials=AnonymousCredentials(),
+            client_options={"api_endpoint": self._gcs_url},
+        )  # fmt: skip
+        return client.bucket(name)
+
+    def download(self, uri: str, local: Path) -> list[tuple[Path, int]]:
+        """Every object under the URI's key to ``local`` (DownloadBlob); returns each file
+        written and its bytes."""
+        scheme, _, rest = uri.partition("://")
+        bucket, _, key = rest.partition("/")
+        written = []
+        for name, read in self._objects(scheme, bucket, key):
+            # objectstore/object_store.go:171-174: the key itself, or under it as a folder.
+            if name != key.rstrip("/") and not name.startswith(key.rstrip("/") + "/"):
+                continue
+            relative = os.path.relpath(name, key)
+            target = local if relative == "." else local / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = read()
+            target.write_bytes(data)
+            written.append((target, len(data)))
+        return written
+
+    def _objects(self, scheme: str, bucket: str, prefix: str):
+        if scheme == "gs":
+            for blob in self._gcs_bucket(bucket).list_blobs(prefix=prefix):
+                yield blob.name, blob.download_as_bytes
+            return
+        client = self._s3()
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                yield (
+                    item["Key"],
+                    lambda k=item["Key"]: client.get_object(Bucket=bucket, Key=k)["Body"].read(),
+                )
+
+    def read_text(self, uri: str) -> str:
+        """One object's text."""
+        scheme, _, rest = uri.partition("://")
+        bucket, _, key = rest.partition("/")
+        if scheme == "gs":
+            return self._gcs_bucket(bucket).blob(key).download_as_text()
+        return self._s3().get_object(Bucket=bucket, Key=key)["Body"].read().decode()
+
+    def names(self, uri: str) -> list[str]:
+        """The keys of the objects under a URI, relative to it, sorted."""
+        scheme, _, rest = uri.partition("://")
+        bucket, _, key = rest.partition("/")
+        prefix = key.rstrip("/") + "/"
+        return sorted(n[len(prefix) :] for n, _ in self._objects(scheme, bucket, prefix))
+
+    def upload(self, local: Path, uri: str) -> None:
+        """A local file, or a folder file by file, to the URI (UploadBlob)."""
+        scheme, _, rest = uri.partition("://")
+        bucket, _, key = rest.partition("/")
+        paths = [local] if local.is_file() else sorted(p for p in local.rglob("*") if p.is_file())
+        for path in paths:
+            name = key if path == local else f"{key}/{path.relative_to(local).as_posix()}"
+            if scheme == "gs":
+                self._gcs_bucket(bucket).blob(name).upload_from_filename(str(path))
+            else:
+                self._s3().upload_file(str(path), bucket, name)
+
+
+@dataclasses.dataclass
+class Cluster:
+    """What the test's cluster holds: PVCs by claim name (a folder each), secrets by name
+    (key -> value), the variables every pod gets in place of the cluster's network routes,
+    and the object stores."""
+
+    stores: ObjectStores
+    claims: Mapping[str, Path] = dataclasses.field(default_factory=dict)
+    secrets: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
+    cluster_environment: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+
+def local_path_for_uri(uri: str) -> str | None:
+    """The launcher's local path for a URI (LocalPathForURI); None for another scheme."""
+    for remote, local in LOCAL_PREFIXES.items():
+        if uri.startswith(remote):
+            return local + uri[len(remote) :]
+    return None
+
+
+def _ordered_tasks(dag: Mapping) -> list[str]:
+    """The DAG's tasks, each after those it depends on (a cluster may run the rest at once)."""
+    tasks, done, order = dag["tasks"], set(), []
+    while len(order) < len(tasks):
+        ready = sorted(
+            name
+            for name, task in tasks.items()
+            if name not in done and set(task.get("dependentTasks", [])) <= done
+        )
+        if not ready:
+            raise ValueError(f"the DAG has a cycle among {sorted(set(tasks) - done)}")
+        order += ready
+        done |= set(ready)
+    return order
+
+
+def _struct(data: Mapping) -> struct_pb2.Struct:
+    struct = struct_pb2.Struct()
+    struct.update(dict(data))
+    return struct
+
+
+class _Run:
+    """One run of a compiled pipeline: the driver's and launcher's work for each task."""
+
+    def __init__(self, package: Path, cluster: Cluster, pipeline_root: str, arguments: Mapping):
+        documents = list(yaml.safe_load_all(package.read_text()))
+        self.spec = documents[0]
+        platform = documents[1] if len(documents) > 1 else {}
+        self.executors_k8s = (
+            platform.get("platforms", {}).get("kubernetes", {}).get("deploymentSpec", {})
+            .get("executors", {})
+        )  # fmt: skip
+        self.cluster = cluster
+        run_id = uuid.uuid4().hex
+        # metadata/client.go:420: the run's root under the pipeline root.
+        self.run_root = f"{pipeline_root.rstrip('/')}/{self.spec['pipelineInfo']['name']}/{run_id}"
+        self.arguments = dict(arguments)
+        self.records: dict[str, TaskRecord] = {}
+
+    def _parameter(self, spec: Mapping) -> struct_pb2.Value:
+        value = struct_pb2.Value()
+        if "runtimeValue" in spec:
+            json_format.ParseDict(spec["runtimeValue"]["constant"], value)
+        elif "componentInputParameter" in spec:
+            name = spec["componentInputParameter"]
+            root_inputs = self.spec["root"].get("inputDefinitions", {}).get("parameters", {})
+            given = self.arguments.get(name, root_inputs.get(name, {}).get("defaultValue"))
+            json_format.ParseDict(given, value)
+        else:
+            raise ValueError(f"parameter source {spec} is not one this harness follows")
+        return value
+
+    def _inputs(self, task: Mapping, component: Mapping) -> pipeline_spec_pb2.ExecutorInput.Inputs:
+        inputs = pipeline_spec_pb2.ExecutorInput.Inputs()
+        for name, spec in task.get("inputs", {}).get("parameters", {}).items():
+            inputs.parameter_values[name].CopyFrom(self._parameter(spec))
+        # component/launcher_v2.go:1310, addDefaultParams: the component's own defaults.
+        for name, spec in component.get("inputDefinitions", {}).get("parameters", {}).items():
+            if name not in inputs.parameter_values and "defaultValue" in spec:
+                json_format.ParseDict(spec["defaultValue"], inputs.parameter_values[name])
+        for name, spec in task.get("inputs", {}).get("artifacts", {}).items():
+            source = spec["taskOutputArtifact"]
+            uri, metadata = self.records[source["producerTask"]].outputs[
+                source["outputArtifactKey"]
+            ]
+            artifact = inputs.artifacts[name].artifacts.add(name=name, uri=uri)
+            artifact.type.instance_schema = ""  # metadata/client.go:1144
+            artifact.metadata.CopyFrom(_struct(metadata))
+        return inputs
+
+    def _outputs(self, name: str, component: Mapping) -> pipeline_spec_pb2.ExecutorInput.Outputs:
+        outputs = pipeline_spec_pb2.ExecutorInput.Outputs()
+        task_root = f"{self.run_root}/{name}/{uuid.uuid4()}"  # driver/driver.go:767
+        definitions = dict(component.get("outputDefinitions", {}).get("artifacts", {}))
+        definitions[_LOG_OUTPUT] = {"artifactType": {"schemaTitle": "system.Artifact"}}
+        for output, spec in definitions.items():
+            artifact = outputs.artifacts[output].artifacts.add(
+                name=output, uri=f"{task_root}/{output}"
+            )
+            json_format.ParseDict(spec["artifactType"], artifact.type)
+            if "metadata" in spec:
+                artifact.metadata.CopyFrom(_struct(spec["metadata"]))
+        local_root = local_path_for_uri(task_root)
+        outputs.output_file = f"{local_root}/output_metadata.json"  # driver/driver.go:795-800
+        return outputs
+
+    def run_task(self, name: str, pod_disk: Path) -> TaskRecord:
+        task = self.spec["root"]["dag"]["tasks"][name]
+        component = self.spec["components"][task["componentRef"]["name"]]
+        label = component["executorLabel"]
+        container = self.spec["deploymentSpec"]["executors"][label]["container"]
+        executor_input = pipeline_spec_pb2.ExecutorInput(
+            inputs=self._inputs(task, component), outputs=self._outputs(name, component)
+        )
+        staged = self._stage_inputs(executor_input, pod_disk)
+        for artifact_list in executor_input.outputs.artifacts.values():
+            for artifact in artifact_list.artifacts:  # launcher_v2.go:1280-1307
+                host = _on_pod_disk(pod_disk, local_path_for_uri(artifact.uri))
+                host.parent.mkdir(parents=True, exist_ok=True)
+        _on_pod_disk(pod_disk, executor_input.outputs.output_file).parent.mkdir(
+            parents=True, exist_ok=True
+        )
+        chown_for_the_image(pod_disk)
+        mounts, secret_variables, logs = self._run_container(
+            name, label, container, executor_input, pod_disk
+        )
+        outputs = self._upload_outputs(executor_input, pod_disk)
+        return TaskRecord(
+            executor_input, outputs, logs, *staged, tuple(mounts), tuple(secret_variables)
+        )
+
+    def _stage_inputs(self, executor_input, pod_disk: Path) -> tuple[tuple, float]:
+        """component/launcher_v2.go:927-1003: every input artifact of a known scheme, whole."""
+        start, staged = time.monotonic(), []
+        for artifact_list in executor_input.inputs.artifacts.values():
+            for artifact in artifact_list.artifacts:
+                local = local_path_for_uri(artifact.uri)
+                if local is None:
+                    continue  # launcher_v2.go:956-960: not a recognized storage URI
+                written = self.cluster.stores.download(artifact.uri, _on_pod_disk(pod_disk, local))
+                staged += [(f"/{p.relative_to(pod_disk).as_posix()}", n) for p, n in written]
+        return tuple(staged), time.monotonic() - start
+
+    def _run_container(self, name, label, container, executor_input, pod_disk: Path):
+        config = self.executors_k8s.get(label, {})
+        arguments = [*container.get("command", []), *container.get("args", [])]
+        text = json_format.MessageToJson(executor_input, indent=None)
+        for argument in arguments:
+            if "{{$" in argument and argument != "{{$}}":
+                raise ValueError(
+                    f"{name}: placeholder {argument!r} is not one this harness follows"
+                )
+        arguments = [text if a == "{{$}}" else a for a in arguments]
+        options = ["run", "--rm", "--network", "host"]
+        for prefix in LOCAL_PREFIXES.values():
+            folder = pod_disk / prefix.strip("/")
+            folder.mkdir(exist_ok=True)
+            options += ["-v", f"{folder}:{prefix.rstrip('/')}"]
+        mounts = []
+        for mount in config.get("pvcMount", []):
+            claim = mount["pvcNameParameter"]["runtimeValue"]["constant"]
+            if claim not in self.cluster.claims:
+                raise TaskFailed(name, f"PersistentVolumeClaim {claim!r} not found (pod Pending)")
+            options += ["-v", f"{self.cluster.claims[claim]}:{mount['mountPath']}"]
+            mounts.append(f"{claim}:{mount['mountPath']}")
+        environment = dict(self.cluster.cluster_environment)
+        for variable in container.get("env", []):
+            environment[variable["name"]] = variable["value"]
+        secret_variables = []
+        for secret in config.get("secretAsEnv", []):
+            secret_name = secret["secretNameParameter"]["runtimeValue"]["constant"]
+            if secret_name not in self.cluster.secrets:
+                raise TaskFailed(
+                    name, f"secret {secret_name!r} not found (CreateContainerConfigError)"
+                )
+            for pair in secret["keyToEnv"]:
+                environment[pair["envVar"]] = self.cluster.secrets[secret_name][pair["secretKey"]]
+                secret_variables.append(pair["envVar"])
+        for key, value in environment.items():
+            options += ["-e", f"{key}={value}"]
+        ran = podman(*options, container["image"], *arguments)
+        logs = ran.stdout + ran.stderr
+        # The launcher's own log output (launcher_v2.go:632-655), uploaded with the others.
+        log_uri = executor_input.outputs.artifacts[_LOG_OUTPUT].artifacts[0].uri
+        log_file = _on_pod_disk(pod_disk, local_path_for_uri(log_uri))
+        log_file.write_text(logs)
+        if ran.returncode != 0:
+            raise TaskFailed(name, logs)
+        return mounts, secret_variables, logs
+
+    def _upload_outputs(self, executor_input, pod_disk: Path) -> dict[str, tuple[str, dict]]:
+        """launcher_v2.go:778-855: each output merged with the executor output, then uploaded."""
+        output_file = _on_pod_disk(pod_disk, executor_input.outputs.output_file)
+        written = pipeline_spec_pb2.ExecutorOutput()
+        if output_file.exists():  # launcher_v2.go:1213-1221: none is an empty output
+            json_format.Parse(output_file.read_text(), written)
+        recorded = {}
+        for name, artifact_list in executor_input.outputs.artifacts.items():
+            artifact = pipeline_spec_pb2.RuntimeArtifact()
+            artifact.CopyFrom(artifact_list.artifacts[0])
+            if name != _LOG_OUTPUT and written.artifacts[name].artifacts:
+                produced = written.artifacts[name].artifacts[0]  # launcher_v2.go:1188-1205
+                if produced.uri:
+                    artifact.uri = produced.uri
+                for key, value in produced.metadata.fields.items():
+                    artifact.metadata.fields[key].CopyFrom(value)
+            local = local_path_for_uri(artifact.uri)
+            if local is not None and _on_pod_disk(pod_disk, local).exists():
+                self.cluster.stores.upload(_on_pod_disk(pod_disk, local), artifact.uri)
+            recorded[name] = (artifact.uri, json_format.MessageToDict(artifact.metadata))
+        return recorded
+
+
+def _on_pod_disk(pod_disk: Path, local_path: str) -> Path:
+    """Where a path of the pod's /gcs, /minio or /s3 lies on this machine."""
+    return pod_disk / local_path.lstrip("/")
+
+
+def run_as_cluster(
+    package: Path,
+    cluster: Cluster,
+    pipeline_root: str,
+    scratch: Path,
+    arguments: Mapping[str, str] | None = None,
+) -> dict[str, TaskRecord]:
+    """Runs every task of a compiled pipeline as KFP's driver and launcher would in a cluster.
+
+    Args:
+      package: the compiled pipeline (PipelineSpec, optionally a PlatformSpec).
+      cluster: the claims, secrets, variables and object stores of the test's cluster.
+      pipeline_root: gs://, minio:// or s3:// URI the run's outputs go under.
+      scratch: a folder for the pods' own disks, each removed when its task ends.
+      arguments: the run's pipeline parameters; None: their defaults.
+
+    Returns:
+      Each task's record, by task name.
+
+    Raises:
+      TaskFailed: when a task's command fails; the tasks after it do not run.
+    """
+    run = _Run(package, cluster, pipeline_root, arguments or {})
+    for name in _ordered_tasks(run.spec["root"]["dag"]):
+        pod_disk = scratch / f"pod-{uuid.uuid4().hex[:8]}"
+        pod_disk.mkdir(parents=True)
+        try:
+            run.records[name] = run.run_task(name, pod_disk)
+        finally:
+            shutil.rmtree(pod_disk, ignore_errors=True)
+    return run.records
