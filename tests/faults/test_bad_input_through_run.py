@@ -98,6 +98,8 @@ def test_regression_label_with_one_bad_value_in_400_passes_the_label_check(tmp_p
             "regression",
             "--output",
             str(tmp_path / "p.yaml"),
+            "--volume",
+            f"data:{tmp_path}",
         ]
     )
     assert out.splitlines()[-1].startswith("0 "), err
