@@ -159,9 +159,24 @@ def compile_for_kubeflow(
         trainer.with_platform_config(resource_spec)
     _write_pipeline_spec(pipeline, output_file, image, trainer_image)
     _complete(output_file, config, state_dir)
+    placements = _pods(output_file, dict(placements or {}), volumes, in_image)
+    if artifact_store and config.window:
+        _with_artifact_store(output_file, placements, artifact_store)
+    _append_platform_spec(output_file, placements)
+    return output_file
+
+
+def _pods(
+    output_file: str,
+    placements: dict[str, TaskPlacement],
+    volumes: Sequence[VolumeMount],
+    in_image: Sequence[str],
+) -> dict[str, TaskPlacement]:
+    """Each task's placement with the volumes its paths need; refuses a path none holds,
+    removing the spec written so far."""
     with filesystem.open_file(output_file) as f:
         spec = yaml.safe_load(f.read())
-    placements = _with_volumes(spec, dict(placements or {}), volumes)
+    placements = _with_volumes(spec, placements, volumes)
     try:
         task_paths.check_reachable(
             spec, {task: p.volumes for task, p in placements.items()}, in_image
@@ -169,10 +184,7 @@ def compile_for_kubeflow(
     except task_paths.UnreachablePathError:
         filesystem.remove(output_file)
         raise
-    if artifact_store and config.window:
-        _with_artifact_store(output_file, spec, placements, artifact_store)
-    _append_platform_spec(output_file, placements)
-    return output_file
+    return placements
 
 
 def _with_volumes(
@@ -187,12 +199,11 @@ def _with_volumes(
 
 
 def _with_artifact_store(
-    output_file: str,
-    spec: dict,
-    placements: dict[str, TaskPlacement],
-    access: ArtifactStoreAccess,
+    output_file: str, placements: dict[str, TaskPlacement], access: ArtifactStoreAccess
 ) -> None:
     """Gives every task the store's endpoint and the Secret's keys, in place."""
+    with filesystem.open_file(output_file) as f:
+        spec = yaml.safe_load(f.read())
     for executor in spec["deploymentSpec"]["executors"].values():
         env = executor["container"].setdefault("env", [])
         env += [{"name": k, "value": v} for k, v in access.environment().items()]
