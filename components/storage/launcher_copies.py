@@ -15,9 +15,9 @@ from __future__ import annotations
 LOCAL_PREFIXES = {"gs://": "/gcs/", "minio://": "/minio/", "s3://": "/s3/"}
 # The prefixes TensorFlow cannot open without tensorflow-io's S3 plugin; the task reads the
 # launcher's copy of them (gs:// is read and written directly).
-STAGED_PREFIXES = {"s3://": "/s3/", "minio://": "/minio/"}
+STAGED_PREFIXES = {r: local for r, local in LOCAL_PREFIXES.items() if r != "gs://"}
 # MinIO speaks S3: what minio:// names, s3:// reaches through the S3 endpoint.
-_AS_S3 = {"minio://": "s3://"}
+_MINIO, _S3 = "minio://", "s3://"
 # The URIs this process reads earlier runs' artifacts by (``unstaged_uri``'s), and the ones
 # they stand for: the entry point and the executor share the process, and a record or a
 # comparison names the artifact as KFP does.
@@ -60,8 +60,8 @@ def unstaged_uri(uri: str, s3_endpoint: str | None) -> str:
             "this pod has no S3 endpoint to read it from: compile with --artifact-secret and "
             "--artifact-endpoint (the pipeline root's store and its credentials)"
         )
-    for prefix, s3 in _AS_S3.items():
-        if uri.startswith(prefix):
-            _READ_AS[s3 + uri[len(prefix) :]] = uri
-            return s3 + uri[len(prefix) :]
-    return uri
+    if not uri.startswith(_MINIO):
+        return uri
+    read = _S3 + uri[len(_MINIO) :]
+    _READ_AS[read] = uri
+    return read
