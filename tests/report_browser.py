@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import shutil
 import signal
 import subprocess
@@ -50,6 +51,9 @@ class HeadlessChromium:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            # Its own process group: its helpers (crashpad, utility processes) outlive the
+            # browser by moments and still write into the profile being removed.
+            start_new_session=True,
         )
         self.endpoint = f"http://127.0.0.1:{self.port}"
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -63,7 +67,7 @@ class HeadlessChromium:
         raise RuntimeError(f"Chromium's DevTools endpoint did not answer on {self.endpoint}.")
 
     def stop(self) -> None:
-        """Stops the Chromium process by its id."""
+        """Stops Chromium and every helper process it started, then removes its profile."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -71,6 +75,10 @@ class HeadlessChromium:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # every helper had already exited
         self._profile.cleanup()
 
 
