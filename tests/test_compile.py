@@ -9,7 +9,7 @@ from google.protobuf import json_format
 from kfp.kubernetes import kubernetes_executor_config_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from conftest import PIPELINE_COMPONENTS, REPO_ROOT, run_cli
+from conftest import PIPELINE_COMPONENTS, REPO_ROOT, compile_in_process, run_cli
 from tfrecord_pipelines.cli.data_service import KUBERNETES_DISPATCHER
 from tfrecord_pipelines.components.private_api.kfp_private import load_pipeline_file
 
@@ -103,7 +103,7 @@ def test_components_run_in_the_given_images_with_the_project_entry_points(compil
 
 
 def test_compile_rejects_a_non_yaml_output(tmp_path):
-    result = run_cli("compile", "--output", str(tmp_path / "p.json"))
+    result = compile_in_process("--output", str(tmp_path / "p.json"))
     assert result.returncode == 2
     assert (
         result.stderr.strip() == f"error: --output {tmp_path / 'p.json'} must end in .yaml or .yml."
@@ -191,8 +191,7 @@ def test_platform_spec_places_the_trainer_on_gpu_nodes_and_mounts_volumes(compil
 
 def test_cpu_training_with_a_bucket_serving_dir_needs_no_platform_spec(tmp_path):
     output = tmp_path / "cpu.yaml"
-    result = run_cli(
-        "compile",
+    result = compile_in_process(
         "--output",
         str(output),
         "--image",
@@ -220,7 +219,7 @@ def test_cpu_training_with_a_bucket_serving_dir_needs_no_platform_spec(tmp_path)
     ],
 )
 def test_bad_trainer_resources_are_one_line_errors(flags, message, tmp_path):
-    result = run_cli("compile", "--output", str(tmp_path / "p.yaml"), *flags)
+    result = compile_in_process("--output", str(tmp_path / "p.yaml"), *flags)
     assert result.returncode == 2
     assert result.stderr.strip().startswith(f"error: {message}")
     assert not (tmp_path / "p.yaml").exists()
@@ -231,15 +230,14 @@ def test_image_pipeline_with_a_module_file_compiles_for_pods(tmp_path, repo_root
     module.write_text("def run_fn(fn_args):\n    pass\n")
     output = tmp_path / "digits.yaml"
     settings = ("--data", str(repo_root / "data" / "digits"), "--module-file", str(module))
-    result = run_cli("compile", *settings, "--output", str(output), cwd=tmp_path)
+    result = compile_in_process(*settings, "--output", str(output), cwd=tmp_path)
     # A pod has only the volumes its spec mounts: the module file is in none of them.
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: Trainer is given {module}, which no volume")
     assert len(result.stderr.strip().splitlines()) == 1 and not output.exists()
-    result = run_cli(
-        "compile", *settings, "--volume", f"user-code:{tmp_path}", "--output", str(output),
-        cwd=tmp_path,
-    )  # fmt: skip
+    result = compile_in_process(
+        *settings, "--volume", f"user-code:{tmp_path}", "--output", str(output), cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     platforms = list(yaml.safe_load_all(output.read_text()))[1]["platforms"]["kubernetes"]
     mounted = {
@@ -292,7 +290,7 @@ def test_every_task_caches_by_default(compiled):
 
 def test_no_cache_turns_caching_off_for_every_task(tmp_path):
     output = tmp_path / "uncached.yaml"
-    result = run_cli("compile", "--output", str(output), "--no-cache", "--gpus", "0")
+    result = compile_in_process("--output", str(output), "--no-cache", "--gpus", "0")
     assert result.returncode == 0, result.stderr
     assert _caching(_pipeline_spec(output)) == dict.fromkeys(EXPECTED_TASKS, False)
 
@@ -335,8 +333,8 @@ def _two_days(events: Path) -> None:
 def test_data_in_spans_compiles_with_the_span_as_a_run_time_parameter(tmp_path):
     _two_days(tmp_path / "events")
     output = tmp_path / "events.yaml"
-    result = run_cli(
-        "compile", "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
+    result = compile_in_process(
+        "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
         "--output", str(output), "--serving-dir", "gs://bucket/serving",
         "--volume", f"events:{tmp_path}",
     )  # fmt: skip
@@ -357,8 +355,8 @@ def test_data_in_spans_compiles_with_the_span_as_a_run_time_parameter(tmp_path):
     # conversion. A span given when compiling is a cache key of its own.
     assert _caching(spec)["ShardedExampleGen"] is False
     pinned = tmp_path / "pinned.yaml"
-    result = run_cli(
-        "compile", "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
+    result = compile_in_process(
+        "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
         "--span", "1", "--output", str(pinned), "--serving-dir", "gs://bucket/serving",
         "--volume", f"events:{tmp_path}",
     )  # fmt: skip
@@ -369,8 +367,8 @@ def test_data_in_spans_compiles_with_the_span_as_a_run_time_parameter(tmp_path):
 def test_a_window_compiles_to_span_window_and_record_run_over_the_daily_state(tmp_path):
     _two_days(tmp_path / "events")
     output = tmp_path / "daily.yaml"
-    result = run_cli(
-        "compile", "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
+    result = compile_in_process(
+        "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
         "--window", "3", "--output", str(output), "--serving-dir", "gs://bucket/models/serving",
         "--volume", f"events:{tmp_path}",
     )  # fmt: skip
@@ -420,8 +418,8 @@ def test_every_task_that_keeps_the_daily_state_mounts_its_volume(tmp_path):
     serving PVC; every task that reads or writes it mounts it, not only the Pusher."""
     _two_days(tmp_path / "events")
     output = tmp_path / "daily.yaml"
-    result = run_cli(
-        "compile", "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
+    result = compile_in_process(
+        "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
         "--window", "2", "--output", str(output), "--volume", f"events:{tmp_path}",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -455,8 +453,8 @@ def test_every_task_that_keeps_the_daily_state_mounts_its_volume(tmp_path):
 def test_a_path_no_volume_holds_is_refused_naming_the_task(tmp_path):
     _two_days(tmp_path / "events")
     output = tmp_path / "daily.yaml"
-    result = run_cli(
-        "compile", "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
+    result = compile_in_process(
+        "--data", f"{tmp_path}/events/day-{{SPAN}}/", "--label", "label",
         "--window", "2", "--output", str(output),
     )  # fmt: skip
     assert result.returncode == 2
@@ -467,7 +465,7 @@ def test_a_path_no_volume_holds_is_refused_naming_the_task(tmp_path):
 
 
 def test_a_state_dir_without_a_window_is_a_usage_error(tmp_path):
-    result = run_cli("compile", "--state-dir", "gs://b/state", "--output", str(tmp_path / "x.yaml"))
+    result = compile_in_process("--state-dir", "gs://b/state", "--output", str(tmp_path / "x.yaml"))
     assert result.returncode == 2
     assert "--state-dir keeps a window's state: give --window N with it." in result.stderr
 
@@ -501,7 +499,7 @@ def test_every_path_a_task_is_given_is_on_a_volume_it_mounts_or_in_the_image(sha
     _two_days(tmp_path / "events")
     output = tmp_path / f"{shape}.yaml"
     settings = [s.format(events=tmp_path / "events", root=tmp_path) for s in SHIPPED[shape]]
-    result = run_cli("compile", *settings, "--output", str(output))
+    result = compile_in_process(*settings, "--output", str(output))
     assert result.returncode == 0, result.stderr
     spec, document = yaml.safe_load_all(output.read_text())
     placements = platform_spec.read_back(spec, document)
