@@ -1,4 +1,4 @@
-"""The compiled Kubeflow pipeline, all 9 tasks, run in the component image by kfp.local.
+"""The compiled Kubeflow pipeline, all its tasks, run in the component image by kfp.local.
 
 kfp.local orders the tasks, builds every ExecutorInput, substitutes the
 placeholders and, with its DockerRunner, runs each task's command in the image
@@ -6,11 +6,13 @@ the spec names: the cpu image built from docker/Dockerfile (`make image`),
 through podman's Docker API, as the image's UID 1000 with the venv read-only,
 the pipeline root mounted at its own path as kfp.local mounts it.
 ``kfp_local_runs`` changes only the input artifact typing, to the open-source
-backend's. The DAG runs with ExampleGen on Beam, and on Spark (``local[2]``:
-the JVM and Spark's Python workers inside the container), over data in two
-daily spans, into one pipeline root and serving folder, as a recurring run
-and a backfill would: Beam's for the latest span (the parameter's default),
-then Spark's for span 1 (its run's ``span`` argument).
+backend's. Over data in two daily spans, into one pipeline root, as a
+recurring run and a backfill would: the whole DAG with ExampleGen on Beam for
+the latest span (the parameter's default), then, compiled for Spark
+(``local[2]``: the JVM and Spark's Python workers inside the container),
+ExampleGen and the schema it reads for span 1 (the run's ``span`` argument;
+the rest of that DAG is the same tasks as Beam's, on the same records, which
+test_example_gen_spark compares record for record).
 
 Each task's executor output is then read as the backend's launcher reads it:
 ``protojson.Unmarshal`` (strict: an unknown field fails) into
@@ -30,7 +32,7 @@ import yaml
 from google.protobuf import json_format, text_format
 from google.protobuf.descriptor import FieldDescriptor
 from kfp.pipeline_spec import pipeline_spec_pb2
-from kfp_local_runs import TaskRecord, run_compiled_pipeline
+from kfp_local_runs import TaskRecord, run_compiled_pipeline, with_tasks_only
 from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2, statistics_pb2
 
 from component_image import chown_for_the_image, podman
@@ -129,14 +131,17 @@ def _write_spans(data: Path) -> None:
         (data / f"day-{span}" / "penguins.csv").write_text("\n".join([header, *day]) + "\n")
 
 
-# Each engine's run: the span it asks for (None: the parameter's default, the latest).
-RUNS = {"beam": None, "spark": 1}
+# Each engine's run: the span it asks for (None: the parameter's default, the latest) and
+# the tasks it runs (None: the whole DAG; else these and the tasks they depend on).
+RUNS = {"beam": (None, None), "spark": (1, ("ShardedExampleGen",))}
+# The engine whose run is the whole DAG.
+WHOLE_DAG = "beam"
 
 
 @pytest.fixture(scope="module")
 def dags(tmp_path_factory, component_image, docker_api):
     """Compiles the bundled penguins pipeline, over two daily spans, for the image, once for
-    each engine, and runs each whole DAG in it (``RUNS``), into one pipeline root.
+    each engine, and runs each in it (``RUNS``: the tasks and span), into one pipeline root.
 
     kfp.local mounts the pipeline root alone into each task's container, so
     the data and the serving folder are inside it; the root belongs to the
@@ -150,7 +155,7 @@ def dags(tmp_path_factory, component_image, docker_api):
     _write_spans(data)
     chown_for_the_image(root)
     runs = {}
-    for engine, span in RUNS.items():
+    for engine, (span, tasks) in RUNS.items():
         package = root.parent / f"penguins-{engine}.yaml"
         compiled = run_cli(
             "compile",
@@ -164,16 +169,26 @@ def dags(tmp_path_factory, component_image, docker_api):
         assert compiled.returncode == 0, compiled.stderr[-3000:]
         spec = pipeline_spec_pb2.PipelineSpec()
         json_format.ParseDict(next(yaml.safe_load_all(package.read_text())), spec)
+        if tasks is not None:
+            package = with_tasks_only(package, tasks, root.parent / f"{engine}-part.yaml")
         arguments = None if span is None else {"span": str(span)}
         runs[engine] = (spec, run_compiled_pipeline(package, root, arguments), span or LATEST_SPAN)
     return runs, root
 
 
 @pytest.fixture(params=sorted(ENGINES))
-def dag(request, dags):
+def engine_run(request, dags):
     """One engine's run: its spec, task records, the pipeline root and the span it converted."""
     runs, root = dags
     spec, records, span = runs[request.param]
+    return spec, records, root, span
+
+
+@pytest.fixture
+def dag(dags):
+    """The run of the whole DAG: its spec, task records, the pipeline root and its span."""
+    runs, root = dags
+    spec, records, span = runs[WHOLE_DAG]
     return spec, records, root, span
 
 
@@ -265,8 +280,8 @@ def _split_counts(examples: Path) -> dict[str, int]:
     }
 
 
-def test_schema_and_examples(dag):
-    _, records, folder, span = dag
+def test_schema_and_examples(engine_run):
+    _, records, folder, span = engine_run
     schema_uri, _ = _output(records["ImportSchemaGen"], "schema")
     schema = text_format.Parse((schema_uri / "schema.pbtxt").read_text(), schema_pb2.Schema())
     assert {feature.name for feature in schema.feature} == _curated_schema()
@@ -400,7 +415,7 @@ def test_the_last_task_writes_the_run_report_kfps_ui_shows(dag, chromium_endpoin
     assert 'id="components-elsewhere"' in html
 
 
-def test_each_run_converts_the_span_its_argument_names_and_pushes_a_model(dags):
+def test_each_run_converts_the_span_its_argument_names(dags):
     runs, folder = dags
     for spec, run, span in runs.values():
         parameter = spec.root.input_definitions.parameters["span"]
@@ -413,16 +428,18 @@ def test_each_run_converts_the_span_its_argument_names_and_pushes_a_model(dags):
         assert metadata["custom:span"] == span
         plan = json.loads((examples / "shard_plan.json").read_text())
         assert (plan["span"], plan["input_pattern"]) == (span, f"day-{span}/*.csv")
-        _, pushed = _output(run["Pusher"], "pushed_model")
-        assert pushed["pushed"] == 1
     assert {span for _, _, span in runs.values()} == {1, LATEST_SPAN}
-    # One model version per run: the second run did not overwrite the first's.
-    assert len(list((folder / "serving").iterdir())) == len(runs)
+    # The whole DAG's run pushed its model, the only version in the serving folder.
+    _, pushed = _output(runs[WHOLE_DAG][1]["Pusher"], "pushed_model")
+    assert pushed["pushed"] == 1
+    assert [p.name for p in (folder / "serving").iterdir()] == [
+        Path(pushed["pushed_destination"]).name
+    ]
 
 
-def test_tasks_ran_as_the_images_user_with_its_schemas(dag):
-    spec, records, _, _ = dag
-    for task in TASKS:
+def test_tasks_ran_as_the_images_user_with_its_schemas(engine_run):
+    spec, records, _, _ = engine_run
+    for task in records:
         for name in spec.components[task].output_definitions.artifacts:
             uri, _ = _output(records[task], name)
             assert uri.stat().st_uid == IMAGE_USER, (task, name)
@@ -431,11 +448,11 @@ def test_tasks_ran_as_the_images_user_with_its_schemas(dag):
     assert parameters["schema_file"].string_value == "/app/schemas/penguins/schema.pbtxt"
 
 
-def test_example_gen_ran_on_its_engine_in_the_container(dag, request):
-    _, records, _, _ = dag
+def test_example_gen_ran_on_its_engine_in_the_container(engine_run, request):
+    _, records, _, _ = engine_run
     logs = records["ShardedExampleGen"].logs
     on_spark = "Converting on Spark (local[2]" in logs
-    assert on_spark == (request.node.callspec.params["dag"] == "spark"), logs[-2000:]
+    assert on_spark == (request.node.callspec.params["engine_run"] == "spark"), logs[-2000:]
 
 
 def test_the_image_runs_as_a_numeric_user_with_a_read_only_environment(component_image):
