@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
+from tfrecord_pipelines.components.categorical import value_counts
 from tfrecord_pipelines.components.example_gen.shard_plan_report import ShardPlanReport
 from tfrecord_pipelines.components.storage import filesystem
 
@@ -27,7 +28,13 @@ def _statistics(path: str) -> statistics_pb2.DatasetFeatureStatistics | None:
 def _feature_row(feature: statistics_pb2.FeatureNameStatistics, rows: int) -> str:
     name = ".".join(feature.path.step) or feature.name
     kind = statistics_pb2.FeatureNameStatistics.Type.Name(feature.type).lower()
-    if feature.HasField("num_stats"):
+    counts = value_counts(feature)
+    if counts is not None:  # categories (a categorical integer, a class label): no mean
+        missing = feature.num_stats.common_stats.num_missing
+        top = ", ".join(f"{value} ({count:,})" for value, count in counts[:TOP_VALUES_SHOWN])
+        described = f"{len(counts):,} distinct; most common: {top}"
+        kind += ", categories"
+    elif feature.HasField("num_stats"):
         stats = feature.num_stats
         missing = stats.common_stats.num_missing
         described = (

@@ -14,6 +14,7 @@ import os
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2, statistics_pb2
 
+from tfrecord_pipelines.components.categorical import value_counts
 from tfrecord_pipelines.components.drift import common_bins
 from tfrecord_pipelines.components.keys import SPLIT_FOLDER_PREFIX
 from tfrecord_pipelines.components.storage import filesystem
@@ -37,8 +38,9 @@ class SplitFeature:
       examples: examples in the split.
       missing: share of examples without a value.
       numbers: numeric features: mean, std, min, max, zeros (share); else empty.
-      unique: string and bytes features: distinct values.
-      top: string features: the commonest values and their share of the examples.
+      unique: string and bytes features, and categories: distinct values.
+      top: string features and categories: the commonest values and their share of
+        the examples.
       average_bytes: bytes features (images): mean size of a value.
       buckets: numeric features: the equal-width histogram as (low, high, count).
       quantiles: numeric features: TFDV's quantile buckets, from which the
@@ -53,6 +55,7 @@ class SplitFeature:
     average_bytes: float | None
     buckets: list[tuple[float, float, float]]
     quantiles: list = dataclasses.field(default_factory=list)
+    categorical: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,9 +147,27 @@ def _feature_name(stats: statistics_pb2.FeatureNameStatistics) -> str:
     return ".".join(stats.path.step) or stats.name
 
 
+def _categories(examples: int, common, counts: list[tuple[str, int]]) -> SplitFeature:
+    """An integer the pipeline one-hot encodes, as its categories: no mean of codes or years."""
+    total = common.num_missing + common.num_non_missing
+    return SplitFeature(
+        examples=examples,
+        missing=common.num_missing / total if total else 0.0,
+        numbers={},
+        unique=len(counts),
+        top={value: count / examples if examples else 0.0 for value, count in counts[:_TOP_VALUES]},
+        average_bytes=None,
+        buckets=[],
+        categorical=True,
+    )
+
+
 def _split_feature(stats: statistics_pb2.FeatureNameStatistics, examples: int) -> SplitFeature:
     kind = stats.WhichOneof("stats")
     common = getattr(stats, kind).common_stats if kind else statistics_pb2.CommonStatistics()
+    counts = value_counts(stats)
+    if counts is not None:
+        return _categories(examples, common, counts)
     total = common.num_missing + common.num_non_missing
     numbers, unique, top, average_bytes, buckets = {}, None, {}, None, []
     if kind == "num_stats":
@@ -232,8 +253,10 @@ def feature_views(
     for split, dataset in statistics.items():
         for stats in dataset.features:
             name = _feature_name(stats)
-            types[name] = statistics_pb2.FeatureNameStatistics.Type.Name(stats.type)
-            features.setdefault(name, {})[split] = _split_feature(stats, dataset.num_examples)
+            feature = _split_feature(stats, dataset.num_examples)
+            type_name = statistics_pb2.FeatureNameStatistics.Type.Name(stats.type)
+            types[name] = f"{type_name}, categories" if feature.categorical else type_name
+            features.setdefault(name, {})[split] = feature
     views = []
     for name in sorted(features):
         found = [
