@@ -147,12 +147,11 @@ def _feature_name(stats: statistics_pb2.FeatureNameStatistics) -> str:
     return ".".join(stats.path.step) or stats.name
 
 
-def _categories(examples: int, common, counts: list[tuple[str, int]]) -> SplitFeature:
+def _categories(examples: int, missing: float, counts: list[tuple[str, int]]) -> SplitFeature:
     """An integer the pipeline one-hot encodes, as its categories: no mean of codes or years."""
-    total = common.num_missing + common.num_non_missing
     return SplitFeature(
         examples=examples,
-        missing=common.num_missing / total if total else 0.0,
+        missing=missing,
         numbers={},
         unique=len(counts),
         top={value: count / examples if examples else 0.0 for value, count in counts[:_TOP_VALUES]},
@@ -165,10 +164,11 @@ def _categories(examples: int, common, counts: list[tuple[str, int]]) -> SplitFe
 def _split_feature(stats: statistics_pb2.FeatureNameStatistics, examples: int) -> SplitFeature:
     kind = stats.WhichOneof("stats")
     common = getattr(stats, kind).common_stats if kind else statistics_pb2.CommonStatistics()
+    total = common.num_missing + common.num_non_missing
+    missing = common.num_missing / total if total else 0.0
     counts = value_counts(stats)
     if counts is not None:
-        return _categories(examples, common, counts)
-    total = common.num_missing + common.num_non_missing
+        return _categories(examples, missing, counts)
     numbers, unique, top, average_bytes, buckets = {}, None, {}, None, []
     if kind == "num_stats":
         n = stats.num_stats
@@ -193,7 +193,7 @@ def _split_feature(stats: statistics_pb2.FeatureNameStatistics, examples: int) -
         average_bytes = stats.bytes_stats.avg_num_bytes
     return SplitFeature(
         examples=examples,
-        missing=common.num_missing / total if total else 0.0,
+        missing=missing,
         numbers=numbers,
         unique=unique,
         top=top,
