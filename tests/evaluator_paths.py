@@ -150,3 +150,42 @@ def row_by_row_model(model: str, output: Path) -> str:
     # The label vocabulary the Evaluator reads among the model's assets.
     shutil.copytree(serving / "assets", wrapped / "assets", dirs_exist_ok=True)
     return str(output)
+
+
+def altered_model(model: str, output: Path, prediction_key: str | None, alter) -> str:
+    """The model artifact at ``model`` again, ``alter`` applied to its predictions.
+
+    ``alter(examples, predictions)`` takes the serving signature's input (serialized
+    records) and its ``prediction_key`` output (None: its only output), and returns
+    the changed predictions:
+    a model whose predictions differ from the real one's in a known way, without
+    another training. Returns the artifact's folder.
+    """
+    import shutil
+
+    import tensorflow as tf
+
+    serving = Path(model) / "Format-Serving"
+    loaded = tf.saved_model.load(str(serving))
+    serve = loaded.signatures["serving_default"]
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    def altered(examples):
+        outputs = dict(serve(examples=examples))
+        key = prediction_key or next(iter(outputs))
+        outputs[key] = alter(examples, outputs[key])
+        return outputs
+
+    module = tf.Module()
+    module.loaded = loaded
+    wrapped = output / "Format-Serving"
+    tf.saved_model.save(
+        module,
+        str(wrapped),
+        signatures={
+            "serving_default": altered,
+            "transform_features": loaded.signatures["transform_features"],
+        },
+    )
+    shutil.copytree(serving / "assets", wrapped / "assets", dirs_exist_ok=True)
+    return str(output)

@@ -11,17 +11,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_model_analysis as tfma
 from evaluator_paths import (
     TfmaPathExecutor,
+    altered_model,
     assert_same_evaluation,
     evaluate,
+    evaluate_with_ui,
     row_by_row_model,
 )
 
 from conftest import printed_run_id, run_cli, run_output, run_summary
+from tfrecord_pipelines.components.evaluator import paired_change
 from tfrecord_pipelines.components.evaluator.executor import Executor
 from tfrecord_pipelines.components.task import Task
 from tfrecord_pipelines.components.trainer.dataset import list_files
+from tfrecord_pipelines.components.trainer.signatures import SCORES_OUTPUT
 from tfrecord_pipelines.definition.config import EvaluationOptions, EvaluationThresholds
 from tfrecord_pipelines.definition.evaluation import make_eval_config
 from tfrecord_pipelines.report.evaluation import read_label_classes
@@ -282,6 +287,30 @@ def test_other_csv_regression_trains_evaluates_and_pushes(tmp_path):
     assert os.path.isdir(output / "pipeline_root" / "houses" / "SchemaGen")
     # The Trainer removes its file cache when training is done.
     assert (tmp_path / "cache").is_dir() and not any((tmp_path / "cache").iterdir())
+    # The push gate on a regression: the same model with its predictions 25k too high
+    # is held back against it, its mean absolute error's increase named with its interval.
+    examples = run_output(output, "houses", result.stdout, "ShardedExampleGen", "examples")
+    config = make_eval_config(
+        Task(label="price_k", problem="regression"),
+        EvaluationThresholds(max_mean_absolute_error=200),
+    )
+    # TFMA's mean absolute and squared errors, computed by the batched Evaluator as
+    # TFMA computes them (against the same model as the baseline: diffs too).
+    model = row_by_row_model(summary.model, tmp_path / "model")
+    runs = [
+        evaluate(path, examples.uri, model, config, tmp_path / path.__name__, baseline=model)
+        for path in (TfmaPathExecutor, Executor)
+    ]
+    assert runs[0][1] and runs[1][1]
+    assert assert_same_evaluation(runs[0][0], runs[1][0]) >= 2 * 3
+    worse = altered_model(summary.model, tmp_path / "worse", None, lambda _, p: p + 25.0)
+    uri, blessed, ui = evaluate_with_ui(
+        Executor, examples.uri, worse, config, tmp_path / "gate", baseline=summary.model
+    )
+    change = paired_change.read(uri)
+    assert not blessed and change.regressed and change.low > 0
+    assert change.metric == "mean_absolute_error" and not change.higher_is_better
+    assert change.sentence() in Path(ui["summary"].uri).read_text()
 
 
 @pytest.mark.parametrize("min_accuracy, blessed", [(0.5, True), (0.999, False)])
@@ -325,3 +354,54 @@ def test_batched_evaluator_computes_what_tfma_computes(
             .read_text()
             .split()
         )
+
+
+def _rotated(share: int):
+    """Rotates the class scores by one class on the rows whose record hashes below
+    share/256: those rows' predicted class changes."""
+
+    def alter(examples, scores):
+        rows = tf.strings.to_hash_bucket_fast(examples, 256) < share
+        return tf.where(rows[:, None], tf.roll(scores, 1, axis=1), scores)
+
+    return alter
+
+
+@pytest.mark.parametrize("share, blessed", [(3, True), (96, False)])
+def test_the_push_gate_holds_back_only_a_loss_beyond_the_noise(
+    penguins_run, tmp_path, share, blessed
+):
+    output, result = penguins_run
+    summary = run_summary(output, "penguins", result.stdout)
+    (examples,) = (
+        output / "pipeline_root" / "penguins" / "ShardedExampleGen" / "examples"
+    ).iterdir()
+    config = make_eval_config(Task(label="species"), EvaluationThresholds(min_accuracy=0.5))
+    # The pipeline's model as the baseline; as the candidate, the same model with
+    # the predicted class changed on about 1% of the rows (noise) or 37% (a loss).
+    candidate = altered_model(summary.model, tmp_path / "candidate", SCORES_OUTPUT, _rotated(share))
+    uri, was_blessed, ui = evaluate_with_ui(
+        Executor, str(examples), candidate, config, tmp_path / "gate", baseline=summary.model
+    )
+    change = paired_change.read(uri)
+    assert was_blessed == blessed == (not change.regressed)
+    assert change.rows == summary.metrics["example_count"]
+    assert change.candidate <= change.baseline
+    markdown = Path(ui["summary"].uri).read_text()
+    failures = [
+        failure.message
+        for per_slice in tfma.load_validation_result(uri).metric_validations_per_slice
+        for failure in per_slice.failures
+    ]
+    blessing = tmp_path / "gate" / "blessing"
+    if blessed:
+        assert not failures and (blessing / "BLESSED").exists()
+        assert f"Against the baseline: {change.sentence()}." in markdown
+        assert "within noise of the baseline" in change.sentence()
+    else:
+        # TFX's Pusher reads the blessing file; the reason names the metric, the
+        # difference and its interval.
+        assert failures == [change.sentence()] and (blessing / "NOT_BLESSED").exists()
+        assert f"- {change.sentence()}" in markdown
+        assert f"accuracy {change.candidate:.4f} vs {change.baseline:.4f}" in failures[0]
+        assert f"{change.difference:+.4f} [{change.low:+.4f}, {change.high:+.4f}]" in failures[0]

@@ -241,7 +241,9 @@ def test_a_second_model_is_shown_against_the_first(penguins_with_problems):
     html = second.read_text()
     assert f'against the last blessed model <span class="path">{first_model}</span>' in html
     assert "<th>baseline</th><th>change</th>" in html
-    assert "no worse than the baseline (higher is better)" in html
+    assert "not worse than the baseline beyond the noise (higher is better; paired test)" in html
+    # The paired comparison on the same eval rows, as a failure or, passed, in words.
+    assert re.search(r"accuracy [\d.]+ vs [\d.]+ on the same [\d,]+ rows", html)
     assert '<td class="state-cached">cached (reused an earlier run)</td>' in html
 
 

@@ -32,6 +32,12 @@ from tensorflow_model_analysis.metrics import (
 from tfrecord_pipelines.components.private_api import tfma_private
 
 _NO_PREDICTED_CLASS = multi_class_confusion_matrix_metrics.NO_PREDICTED_CLASS_ID
+# Each row's error from its label minus prediction (one value a row), as TFMA's
+# combiners take it: its absolute value; its norm, squared.
+_REGRESSION_ERRORS = {
+    tfma_private.ABSOLUTE_ERROR: lambda d: np.abs(d).sum(axis=1),
+    tfma_private.SQUARED_ERROR: lambda d: (d * d).sum(axis=1),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,10 +121,15 @@ def _unsupported_combiner(computation) -> str | None:
         tfma_private.EXAMPLE_COUNT,
         tfma_private.CONFUSION,
         tfma_private.KERAS,
+        *_REGRESSION_ERRORS,
     ):
         return f"metric combiner {kind.__name__}"
     if tfma_private.is_example_weighted(combiner):
         return "example weights"
+    if kind in _REGRESSION_ERRORS:
+        error = tfma_private.regression_error(combiner)
+        if error.key.sub_key or error.aggregation_type or error.class_weights:
+            return f"{error.key.name} with sub keys, aggregation or class weights"
     if kind is tfma_private.HISTOGRAM:
         histogram = tfma_private.histogram(combiner)
         key = histogram.key
@@ -144,6 +155,16 @@ def _unsupported_combiner(computation) -> str | None:
     ):
         return "a confusion matrix with its own label and prediction extraction"
     return None
+
+
+def _regression_error(combiner, outputs: ModelOutputs) -> dict:
+    labels = outputs.labels.reshape(len(outputs.labels), -1).astype(np.float64)
+    predictions = outputs.predictions.reshape(len(labels), -1).astype(np.float64)
+    errors = _REGRESSION_ERRORS[type(combiner)](labels - predictions)
+    # As TFMA: a row whose error is NaN is left out; no rows at all is NaN.
+    errors = errors[~np.isnan(errors)]
+    key = tfma_private.regression_error(combiner).key
+    return {key: float(np.mean(errors)) if len(errors) else float("nan")}
 
 
 def _model_name(computation) -> str:
@@ -231,6 +252,8 @@ def _combine(computation, outputs: ModelOutputs) -> dict:
         return _histogram(combiner, outputs)
     if kind is tfma_private.CONFUSION:
         return _confusion(combiner, outputs)
+    if kind in _REGRESSION_ERRORS:
+        return _regression_error(combiner, outputs)
     return _keras(computation, outputs)
 
 

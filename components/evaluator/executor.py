@@ -8,9 +8,12 @@ TFMA's calibration histogram, the multi-class confusion matrix; slices by
 single features; a baseline model), the eval rows go through each model's
 serving and Transform signatures in batches of 1,024, and TFMA's own
 derived computations, diffs and validation run on the vectorized
-combiners' outputs. Anything else (a module file's extractors, example
-weights, TFMA's confidence intervals, other metrics) runs TFX's executor,
-TFMA's extractors and evaluators, unchanged; the log says which and why.
+combiners' outputs. The change threshold against a baseline is then judged
+by a paired test on the rows both models scored (``change_gate``), written
+into TFMA's validation result. Anything else (a module file's extractors,
+example weights, TFMA's confidence intervals, other metrics) runs TFX's
+executor, TFMA's extractors and evaluators, unchanged; the log says which
+and why.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ from tfx.utils import io_utils, json_utils, path_utils, proto_utils
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.evaluator import (
     batched_metrics,
+    change_gate,
     evaluation_files,
     label_classes,
+    paired_change,
     ui_metrics,
 )
 from tfrecord_pipelines.components.evaluator.predictions import (
@@ -117,7 +122,12 @@ class Executor(tfx_executor.Executor):
         )
         if reason:
             logging.info(
-                "TFMA evaluates the model: the batched Evaluator does not compute %s.", reason
+                "TFMA evaluates the model: the batched Evaluator does not compute %s.%s",
+                reason,
+                " The baseline is compared by the two values (TFMA's change threshold), "
+                "not by a paired test on the rows."
+                if has_baseline
+                else "",
             )
             return super().Do(input_dict, output_dict, exec_properties)
         output_uri = artifact_utils.get_single_uri(output_dict[constants.EVALUATION_KEY])
@@ -125,13 +135,16 @@ class Executor(tfx_executor.Executor):
         files = _split_files(input_dict[keys.EXAMPLES_KEY], splits)
         models = _model_paths(eval_config, input_dict)
         started = time.process_time()
-        sliced, rows = evaluate(eval_config, computations, models, files)
+        sliced, outputs = evaluate(eval_config, computations, models, files)
         # TFX rubber-stamps in the config (no baseline: no change thresholds), not the writer.
         validation = evaluation_files.validate(sliced, eval_config, rubber_stamp=False)
+        change = change_gate.judge(validation, eval_config, outputs)
         evaluation_files.write(output_uri, sliced, validation, eval_config, ",".join(files), models)
+        if change:
+            paired_change.write(output_uri, change)
         logging.info(
             "Evaluated %d rows in %d slices by batched predictions (%.1f CPU-s); written to %s.",
-            rows,
+            len(next(iter(outputs.values())).labels),
             len(sliced),
             time.process_time() - started,
             output_uri,
@@ -192,7 +205,8 @@ def evaluate(
     """Scores the records with each model and computes every slice's metrics.
 
     Returns:
-      ``([(slice key, {MetricKey: value})], rows)``, the overall slice first.
+      ``([(slice key, {MetricKey: value})], {model name: ModelOutputs})``, the
+      overall slice first.
     """
     specs = {spec.name: spec for spec in eval_config.model_specs}
     scorers = {
@@ -224,8 +238,7 @@ def evaluate(
         sliced.append(((), batched_metrics.slice_metrics(computations, outputs)))
     for slice_key, rows in slices.slices():
         sliced.append((slice_key, batched_metrics.slice_metrics(computations, outputs, rows)))
-    rows = len(next(iter(outputs.values())).labels)
-    return sliced, rows
+    return sliced, outputs
 
 
 def write_blessing(input_dict, output_dict, exec_properties, blessed: bool) -> None:

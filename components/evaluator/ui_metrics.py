@@ -7,8 +7,8 @@ and a summary page, from the evaluation it wrote in TFMA's format.
   confusion matrix with the label's class names, and for two classes the ROC
   curve of the positive class (TFMA's ConfusionMatrixPlot). Regression
   models leave it empty, which the UI does not draw.
-- ``summary`` (system.Markdown): the verdict, the metrics table and the
-  thresholds that failed.
+- ``summary`` (system.Markdown): the verdict, the metrics table, the
+  thresholds that failed and the paired comparison with the baseline.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import tensorflow_model_analysis as tfma
 
 from tfrecord_pipelines.components import ui_artifacts
-from tfrecord_pipelines.components.evaluator import label_classes
+from tfrecord_pipelines.components.evaluator import label_classes, paired_change
 from tfrecord_pipelines.components.evaluator.intervals import metric_intervals
 from tfrecord_pipelines.components.evaluator.metric_values import (
     CONFUSION_MATRIX,
@@ -88,6 +88,7 @@ def _markdown(
     classes: list[str] | None,
     blessed: bool | None,
     failures: list[str],
+    against_baseline: str | None = None,
 ) -> str:
     verdict = {True: "blessed", False: "not blessed", None: "no thresholds: not judged"}[blessed]
     rows = int(values.get(EXAMPLE_COUNT, 0))
@@ -110,6 +111,8 @@ def _markdown(
         )
     if failures:
         lines += ["", "Failed thresholds:", "", *(f"- {failure}" for failure in failures)]
+    if against_baseline:
+        lines += ["", f"Against the baseline: {against_baseline}."]
     return "\n".join(lines) + "\n"
 
 
@@ -165,5 +168,9 @@ def publish(evaluation_uri: str, output_dict: dict, blessed: bool | None) -> Non
             for per_slice in validation.metric_validations_per_slice
             for failure in per_slice.failures
         ]
+        change = paired_change.read(evaluation_uri)
+        passed = change.sentence() if change and not change.regressed else None
         [summary] = output_dict[SUMMARY_KEY]
-        ui_artifacts.write_text(summary, _markdown(values, intervals, classes, blessed, failures))
+        ui_artifacts.write_text(
+            summary, _markdown(values, intervals, classes, blessed, failures, passed)
+        )

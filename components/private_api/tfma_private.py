@@ -13,6 +13,7 @@ import dataclasses
 from tensorflow_model_analysis.metrics import (
     calibration_histogram,
     example_count,
+    mean_regression_error,
     multi_class_confusion_matrix_metrics,
     tf_metric_wrapper,
 )
@@ -28,6 +29,9 @@ CHECKED = {
     f"{_METRICS}.multi_class_confusion_matrix_metrics._MultiClassConfusionMatrixCombiner": (
         "9dbf6980ba0e8b8f"
     ),
+    f"{_METRICS}.mean_regression_error._MeanRegressionErrorCombiner": "d3b11be023162439",
+    f"{_METRICS}.mean_regression_error._MeanAbsoluteErrorCombiner": "9cecf769f833fecb",
+    f"{_METRICS}.mean_regression_error._MeanSquaredErrorCombiner": "461a3be94b49f894",
     f"{_METRICS}.tf_metric_wrapper._CompilableMetricsCombiner": "bc4f9bc96b8642ea",
     f"{_METRICS}.tf_metric_wrapper._deserialize_metrics": "c03f16034a92042f",
 }
@@ -36,6 +40,9 @@ HISTOGRAM = calibration_histogram._CalibrationHistogramCombiner
 EXAMPLE_COUNT = example_count._ExampleCountCombiner
 CONFUSION = multi_class_confusion_matrix_metrics._MultiClassConfusionMatrixCombiner
 KERAS = tf_metric_wrapper._CompilableMetricsCombiner
+# TFMA's own mean absolute and mean squared error (not Keras'): each row's error, averaged.
+ABSOLUTE_ERROR = mean_regression_error._MeanAbsoluteErrorCombiner
+SQUARED_ERROR = mean_regression_error._MeanSquaredErrorCombiner
 
 
 def is_example_weighted(combiner) -> bool:
@@ -116,6 +123,24 @@ def confusion(combiner) -> Confusion:
         key=combiner._key,
         thresholds=combiner._thresholds,
         extracts=combiner._extract_label_prediction_and_weight,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class RegressionError:
+    """An ``ABSOLUTE_ERROR`` or ``SQUARED_ERROR`` combiner's settings."""
+
+    key: object
+    aggregation_type: object
+    class_weights: object
+
+
+def regression_error(combiner) -> RegressionError:
+    """The settings of an ``ABSOLUTE_ERROR`` or ``SQUARED_ERROR`` combiner."""
+    return RegressionError(
+        key=combiner._metric_key,
+        aggregation_type=combiner._aggregation_type,
+        class_weights=combiner._class_weights,
     )
 
 

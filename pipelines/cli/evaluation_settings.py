@@ -31,6 +31,14 @@ def add_evaluation_arguments(parser: argparse.ArgumentParser) -> None:
         "more: the classes' macro average)",
     )
     group.add_argument(
+        "--max-regression",
+        type=float,
+        metavar="X",
+        help="against the last blessed model: the loss allowed, absolute, in accuracy "
+        "(classification) or mean absolute error (regression); a model is held back only "
+        "when it is worse than this beyond the eval rows' noise (a paired test; default: 0)",
+    )
+    group.add_argument(
         "--positive-class",
         help="two classes: the label value whose AUC, precision and recall lead the "
         "summary (default: the second of the two values in sorted order, e.g. 'yes' of "
@@ -142,6 +150,10 @@ def thresholds_from_args(args: argparse.Namespace, task) -> EvaluationThresholds
       UsageError: for a threshold on a metric the task's model has not got.
     """
     kind = task.problem
+    if args.max_regression is not None and not 0 <= args.max_regression < float("inf"):
+        raise UsageError(
+            f"--max-regression {args.max_regression}: the loss allowed is 0 or more."
+        )
     wrong = (
         [("--max-mae", args.max_mae)]
         if task.is_classification
@@ -158,6 +170,7 @@ def thresholds_from_args(args: argparse.Namespace, task) -> EvaluationThresholds
         "min_accuracy": args.min_accuracy,
         "max_mean_absolute_error": args.max_mae,
         "min_auc": args.min_auc,
+        "max_regression": args.max_regression,
     }
     return EvaluationThresholds(**{k: v for k, v in given.items() if v is not None})
 

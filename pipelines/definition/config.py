@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 
 from tfrecord_pipelines.components.data_source import DataSource, check_encoding
@@ -40,19 +41,25 @@ class EvaluationThresholds:
       min_auc: classification with known classes: the lowest AUC that blesses
         (of the positive class for two classes, else the classes' macro average);
         None: AUC does not bless.
-    Either way, where a previously blessed model exists (local runs), a new
-    model must also do at least as well as that baseline.
+      max_regression: where a previously blessed model exists (a baseline), the
+        loss against it that is allowed, in the gated metric's units (accuracy
+        for classification, mean absolute error for regression): a model is
+        held back only when it is worse than this beyond the eval rows' noise
+        (components/evaluator/paired_change.py).
     """
 
     min_accuracy: float = 0.6
     max_mean_absolute_error: float | None = None
     min_auc: float | None = None
+    max_regression: float = 0.0
 
     def __post_init__(self):
         if not 0.0 <= self.min_accuracy <= 1.0:
             raise ValueError(f"min_accuracy must be within [0, 1], got {self.min_accuracy}.")
         if self.min_auc is not None and not 0.0 <= self.min_auc <= 1.0:
             raise ValueError(f"min_auc must be within [0, 1], got {self.min_auc}.")
+        if not 0.0 <= self.max_regression < math.inf:
+            raise ValueError(f"max_regression must be 0 or more, got {self.max_regression}.")
         if self.max_mean_absolute_error is not None and self.max_mean_absolute_error <= 0:
             raise ValueError(
                 f"max_mean_absolute_error must be positive, got {self.max_mean_absolute_error}."

@@ -14,7 +14,7 @@ import re
 
 import tensorflow_model_analysis as tfma
 
-from tfrecord_pipelines.components.evaluator import label_classes
+from tfrecord_pipelines.components.evaluator import label_classes, paired_change
 from tfrecord_pipelines.components.evaluator.intervals import metric_intervals
 from tfrecord_pipelines.components.evaluator.metric_values import (
     CHANGE,
@@ -71,7 +71,11 @@ class SliceRow:
 
 @dataclasses.dataclass(frozen=True)
 class EvaluationView:
-    """The Evaluator's metrics, its validation and the blessing."""
+    """The Evaluator's metrics, its validation and the blessing.
+
+    ``against_baseline``: the paired comparison with the baseline, in words, when
+    it passed (a failed one is among ``failures``).
+    """
 
     metrics: list[MetricRow]
     validation_ok: bool
@@ -79,6 +83,7 @@ class EvaluationView:
     has_baseline: bool
     eval_rows: int | None = None
     slices: list[SliceRow] = dataclasses.field(default_factory=list)
+    against_baseline: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,27 +113,33 @@ def _snake_case(class_name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", class_name).lower()
 
 
+def _change_words(change, higher_is_better: bool) -> str:
+    allowed = abs(change.absolute.value)
+    loss = f"by more than {allowed:g} " if allowed > paired_change.NO_LOSS else ""
+    better = "higher" if higher_is_better else "lower"
+    return f"not worse than the baseline {loss}beyond the noise ({better} is better; paired test)"
+
+
 def _thresholds(config: tfma.EvalConfig, has_baseline: bool) -> dict[str, str]:
     words = {}
     for spec in config.metrics_specs:
         for metric in spec.metrics:
-            if not metric.HasField("threshold"):
-                continue
             parts = []
             value = metric.threshold.value_threshold
             if value.HasField("lower_bound"):
                 parts.append(f">= {value.lower_bound.value:g}")
             if value.HasField("upper_bound"):
                 parts.append(f"<= {value.upper_bound.value:g}")
-            change = metric.threshold.change_threshold
-            if has_baseline and metric.threshold.HasField("change_threshold"):
-                better = (
-                    "higher"
-                    if change.direction == tfma.MetricDirection.HIGHER_IS_BETTER
-                    else "lower"
-                )
-                parts.append(f"no worse than the baseline ({better} is better)")
-            words[_snake_case(metric.class_name)] = "; ".join(parts)
+            changes = [
+                t.change_threshold
+                for t in (metric.threshold, *(p.threshold for p in metric.per_slice_thresholds))
+                if t.HasField("change_threshold")
+            ]
+            if has_baseline and changes:
+                higher = changes[0].direction == tfma.MetricDirection.HIGHER_IS_BETTER
+                parts.append(_change_words(changes[0], higher))
+            if parts:
+                words[_snake_case(metric.class_name)] = "; ".join(parts)
     return words
 
 
@@ -160,6 +171,7 @@ def read_evaluation(uri: str) -> EvaluationView:
     config = tfma.load_eval_result(uri, model_name=candidate_name).config
     thresholds = _thresholds(config, has_baseline)
     validation = tfma.load_validation_result(uri)
+    change = paired_change.read(uri)
     classes = read_label_classes(uri)
     failures, failed = [], set()
     for per_slice in validation.metric_validations_per_slice:
@@ -197,4 +209,5 @@ def read_evaluation(uri: str) -> EvaluationView:
         has_baseline,
         eval_rows=None if count is None else int(count),
         slices=_slice_rows(metrics),
+        against_baseline=change.sentence() if change and not change.regressed else None,
     )

@@ -15,11 +15,13 @@ from tfrecord_pipelines.components.daily.resolvers import (
     WINDOW_RESOLVER,
 )
 from tfrecord_pipelines.components.daily.window_summary import WindowSummary
+from tfrecord_pipelines.components.evaluator import paired_change
 from tfrecord_pipelines.components.evaluator.intervals import metric_intervals
 from tfrecord_pipelines.components.evaluator.metric_values import (
     candidate_values,
     overall_metric_values,
 )
+from tfrecord_pipelines.components.evaluator.paired_change import PairedChange
 from tfrecord_pipelines.components.keys import (
     BLOCKED_PROPERTY,
     EVALUATOR_ID,
@@ -98,6 +100,8 @@ class RunSummary:
       reused: the components whose earlier outputs were reused (CACHED).
       executed: the components that ran (not counting Resolvers).
       costs: each component that ran: wall and CPU time, records per second.
+      against_baseline: the model against the baseline on the same eval rows (the
+        paired test that gates the push), when there was a baseline.
     """
 
     blessed: bool
@@ -124,6 +128,7 @@ class RunSummary:
     reused: tuple[str, ...]
     executed: tuple[str, ...]
     costs: tuple[ComponentCost, ...] = ()
+    against_baseline: PairedChange | None = None
 
 
 def overall_metrics(evaluation_uri: str) -> dict[str, float]:
@@ -195,4 +200,5 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         reused=tuple(n for n, e in run.items() if e.state == "cached"),
         executed=tuple(n for n, e in run.items() if e.state == "complete" and n not in RESOLVERS),
         costs=tuple(component_costs(run, training, window.analyzed_rows() if window else None)),
+        against_baseline=paired_change.read(evaluation.uri),
     )

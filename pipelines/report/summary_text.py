@@ -164,6 +164,8 @@ def print_summary(summary, layout, config, run_id: str, seconds: float, report: 
         reasons = not_pushed_reasons(summary.blessed, summary.blocked_by_drift)
         print(f"  pushed model:  none ({'; '.join(reasons)})")
     print(f"  metrics:       {metrics}")
+    if summary.against_baseline:
+        print(f"  baseline:      {summary.against_baseline.sentence()}")
     if summary.classes:
         print(f"  classes:       {_classes_line(summary.classes)}")
     print(f"  evaluation:    {summary.evaluation}")
