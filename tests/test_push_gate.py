@@ -144,9 +144,7 @@ def test_a_candidate_worse_beyond_the_noise_is_held_back_and_named():
     config = _config()
     computations = batched_metrics.computations_for(config)
     rng = np.random.default_rng(5)
-    verdicts = [
-        _gate(config, computations, *_pair(968, 0.72, 0.80, rng)) for _ in range(50)
-    ]
+    verdicts = [_gate(config, computations, *_pair(968, 0.72, 0.80, rng)) for _ in range(50)]
     assert sum(not ok for _, ok, _ in verdicts) >= 45
     candidate, baseline = _pair(968, 0.72, 0.80, np.random.default_rng(6))
     outputs = {tfma.CANDIDATE_KEY: candidate, tfma.BASELINE_KEY: baseline}

@@ -19,12 +19,18 @@ from tensorflow_model_analysis.proto import config_pb2
 from tfrecord_pipelines.components.evaluator.paired_change import PAIRED_TESTS, PairedChange
 
 
-def _gated(eval_config):
+def _gated(eval_config, candidate: str):
     """(diff MetricKey, GenericChangeThreshold) of the gated metric on the whole split, or None."""
     for key, thresholds in metric_specs.metric_thresholds_from_metrics_specs(
         eval_config.metrics_specs, eval_config=eval_config
     ).items():
-        if not key.is_diff or key.name not in PAIRED_TESTS or key.sub_key or key.aggregation_type:
+        if (
+            not key.is_diff
+            or key.model_name != candidate
+            or key.name not in PAIRED_TESTS
+            or key.sub_key
+            or key.aggregation_type
+        ):
             continue
         for slice_spec, threshold in thresholds:
             overall = slice_spec is None or slice_spec == config_pb2.SlicingSpec()
@@ -57,12 +63,14 @@ def judge(validation, eval_config, outputs: dict) -> PairedChange | None:
     Returns:
       The paired comparison; None without a baseline or a gated change threshold.
     """
-    gated, names = _gated(eval_config), _model_names(eval_config)
-    if gated is None or names is None:
+    names = _model_names(eval_config)
+    gated = _gated(eval_config, names[0]) if names else None
+    if gated is None:
         return None
     key, threshold = gated
     candidate, baseline = (outputs[name] for name in names)
-    change = PAIRED_TESTS[key.name](candidate, baseline, max_regression=abs(threshold.absolute.value))
+    allowed = abs(threshold.absolute.value)
+    change = PAIRED_TESTS[key.name](candidate, baseline, max_regression=allowed)
     proto_key = key.to_proto()
     for per_slice in list(validation.metric_validations_per_slice):
         if per_slice.slice_key.single_slice_keys or per_slice.HasField("cross_slice_key"):
@@ -73,14 +81,17 @@ def judge(validation, eval_config, outputs: dict) -> PairedChange | None:
         if not kept:
             validation.metric_validations_per_slice.remove(per_slice)
     if change.regressed:
-        overall = next(
-            (
-                s
-                for s in validation.metric_validations_per_slice
-                if not s.slice_key.single_slice_keys and not s.HasField("cross_slice_key")
-            ),
-            None,
-        ) or validation.metric_validations_per_slice.add()
+        overall = (
+            next(
+                (
+                    s
+                    for s in validation.metric_validations_per_slice
+                    if not s.slice_key.single_slice_keys and not s.HasField("cross_slice_key")
+                ),
+                None,
+            )
+            or validation.metric_validations_per_slice.add()
+        )
         failure = overall.failures.add()
         failure.metric_key.CopyFrom(proto_key)
         failure.metric_value.double_value.value = change.difference

@@ -83,9 +83,7 @@ class PairedChange:
         within noise"."""
         name = _DISPLAY.get(self.metric, self.metric)
         allowed = (
-            f" (a loss of {self.max_regression:g} allowed)"
-            if self.max_regression > NO_LOSS
-            else ""
+            f" (a loss of {self.max_regression:g} allowed)" if self.max_regression > NO_LOSS else ""
         )
         if self.regressed:
             words = f"worse than the baseline beyond the noise{allowed}"
@@ -130,9 +128,7 @@ def accuracy_change(
     alpha = _one_sided(confidence)
     # Clopper-Pearson bounds of the candidate's share of the discordant rows.
     share_low = stats.beta.ppf(alpha, gained, discordant - gained + 1) if gained else 0.0
-    share_high = (
-        stats.beta.ppf(1 - alpha, gained + 1, discordant - gained) if lost else 1.0
-    )
+    share_high = stats.beta.ppf(1 - alpha, gained + 1, discordant - gained) if lost else 1.0
     scale = discordant / rows if rows else 0.0
     return PairedChange(
         metric=ACCURACY,

@@ -151,9 +151,7 @@ def thresholds_from_args(args: argparse.Namespace, task) -> EvaluationThresholds
     """
     kind = task.problem
     if args.max_regression is not None and not 0 <= args.max_regression < float("inf"):
-        raise UsageError(
-            f"--max-regression {args.max_regression}: the loss allowed is 0 or more."
-        )
+        raise UsageError(f"--max-regression {args.max_regression}: the loss allowed is 0 or more.")
     wrong = (
         [("--max-mae", args.max_mae)]
         if task.is_classification
