@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from conftest import REPO_ROOT
 from tfrecord_pipelines.components.trainer.input_stall import (
+    TOO_SHORT,
     InputStallModel,
     InputStallReport,
     verdict,
@@ -24,7 +25,7 @@ def _model(hidden: int, layers: int) -> InputStallModel:
     for _ in range(layers):
         x = tf.keras.layers.Dense(hidden, activation="relu")(x)
     model = InputStallModel(inputs=inputs, outputs=tf.keras.layers.Dense(1)(x))
-    model.compile(optimizer="sgd", loss="mse")
+    model.compile(optimizer="adam", loss="mse")
     return model
 
 
@@ -47,7 +48,7 @@ def test_a_slow_input_pipeline_reads_as_input_bound(tmp_path):
     history = model.fit(
         slow,
         epochs=2,
-        steps_per_epoch=10,
+        steps_per_epoch=20,
         validation_data=_batches(8).repeat().map(_sleep(0.03)),
         validation_steps=4,
         callbacks=[InputStallReport(str(tmp_path))],
@@ -57,21 +58,48 @@ def test_a_slow_input_pipeline_reads_as_input_bound(tmp_path):
     assert all(share > 0.5 for share in history.history["val_input_stall"])
     report = json.loads((tmp_path / "input_stall.json").read_text())
     assert [e["epoch"] for e in report["epochs"]] == [0, 1]
+    assert [(e["steps"], e["val_steps"]) for e in report["epochs"]] == [(20, 4)] * 2
     assert {e["verdict"] for e in report["epochs"]} == {"input-bound"}
+    # Four validation steps are too few to tell.
+    assert {e["val_verdict"] for e in report["epochs"]} == {TOO_SHORT}
 
 
-def test_a_prefetched_cached_input_reads_as_compute_bound():
-    model = _model(hidden=1024, layers=4)
-    fast = _batches(512).cache().repeat().prefetch(tf.data.AUTOTUNE)
-    history = model.fit(fast, epochs=2, steps_per_epoch=15, verbose=0)
-    # The first epoch includes tracing; the second is steady state.
-    assert 0 <= history.history["input_stall"][-1] < 0.2
-    assert verdict(history.history["input_stall"][-1]) == "compute-bound"
+def _per_step(model: InputStallModel, steps: int) -> tuple[float, float]:
+    """The last epoch's (step time, waiting) per step, as the metric summed them."""
+    stall = model.input_stall
+    return float(stall.elapsed.numpy()) / steps, float(stall.waiting.numpy()) / steps
 
 
-@pytest.mark.parametrize("share, expected", [(0.02, "compute-bound"), (0.4, "input-bound")])
-def test_verdict(share, expected):
-    assert verdict(share) == expected
+STEPS = 150
+SLEEP = 0.05
+
+
+@pytest.mark.parametrize("hidden, batch", [(32, 64), (256, 1024)])
+def test_an_input_that_costs_nothing_reads_no_stall_and_a_sleep_its_share(hidden, batch):
+    # The penguins run's step size (two layers of 32, batches of 64) and a 1,024 batch.
+    model = _model(hidden=hidden, layers=2)
+    free = _batches(batch).repeat().prefetch(tf.data.AUTOTUNE)
+    history = model.fit(free, epochs=2, steps_per_epoch=STEPS, verbose=0)
+    # The first epoch includes tracing and the pipeline's start; the second is steady.
+    assert history.history["input_stall"][-1] <= 0.01
+    step, _ = _per_step(model, STEPS)
+    assert step < SLEEP / 4
+    # A batch every 50 ms: each step waits for the part of the sleep its own work
+    # does not cover, and the rest of the step is what it was on the free input.
+    slow = _batches(batch).repeat().map(_sleep(SLEEP)).prefetch(tf.data.AUTOTUNE)
+    history = model.fit(slow, epochs=1, steps_per_epoch=20, verbose=0)
+    slow_step, waiting = _per_step(model, 20)
+    assert slow_step >= SLEEP
+    assert slow_step - waiting == pytest.approx(step, abs=max(step, 0.003))
+    assert history.history["input_stall"][-1] == pytest.approx(waiting / slow_step)
+
+
+@pytest.mark.parametrize(
+    "share, steps, expected",
+    [(0.02, 200, "compute-bound"), (0.4, 200, "input-bound"), (0.4, 19, TOO_SHORT)],
+)
+def test_verdict(share, steps, expected):
+    assert verdict(share, steps) == expected
 
 
 _MIRRORED = """

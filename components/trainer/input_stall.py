@@ -6,14 +6,26 @@ compute-bound, a faster input pipeline would not help. Well above 0: the
 input pipeline is the bottleneck (more parallel reads or parse threads,
 caching, fewer features, or more CPU on the node).
 
-How it is measured, on the host, per step: the time from Keras asking for
-the step (just before the iterator's ``get_next``) to the batch's arrival is
-waiting; from the batch's arrival to the step's outputs is computing. The
-share is the summed waiting over the summed step time, per epoch, for
-training (``input_stall``) and validation (``val_input_stall``). On a GPU the
-host runs ahead of the device until the device's queue is full, so a
+How it is measured, on the host, per step. ``fit`` and ``evaluate`` stamp
+each batch with the moment the input pipeline produced it (a last map stage
+on a thread of its own, so the stamp is taken when the batch is ready to be
+taken, not when it is taken). The step is stamped when Keras asks for it.
+Waiting is the time from the ask to the batch's production, when the batch
+came later than it was asked for; 0 when it was ready. Everything else, the
+handing over of a ready batch, the per-step dispatch and Keras' own loop
+between steps included, is the step's own time: a faster input could not
+remove it. The share is the
+summed waiting over the summed step time, per epoch, for training
+(``input_stall``) and validation (``val_input_stall``). On a GPU the host
+runs ahead of the device until the device's queue is full, so a
 compute-bound run shows a share near 0, and an input-bound one the share of
 time the device sat idle.
+
+Counting from the ask to the batch's arrival instead (this module until
+2026-11-28) counted the dispatch and hand-over as waiting: 35-43% on an
+input that costs nothing with a small model (docs/benchmarks/input-stall.md).
+An epoch of fewer than ``MIN_STEPS`` steps is too short to tell: its first
+steps wait for the pipeline to start whatever it costs.
 """
 
 from __future__ import annotations
@@ -35,6 +47,47 @@ METRIC_NAME = "input_stall"
 REPORT_FILE = "input_stall.json"
 # Above this share a run is reported as input-bound.
 INPUT_BOUND_SHARE = 0.10
+# Fewer steps in an epoch than this: no verdict (the pipeline's start weighs too much).
+MIN_STEPS = 20
+TOO_SHORT = "too short to tell"
+# The element ``fit`` and ``evaluate`` hand to the steps: the batch and its production time.
+_BATCH = "batch"
+_READY_AT = "input_stall_ready_at"
+
+
+def _rows(batch) -> tf.Tensor:
+    """The batch's rows (its first tensor's first dimension); 1 for an unbatched element."""
+    leaf = tf.nest.flatten(batch)[0]
+    if isinstance(leaf, tf.SparseTensor):
+        return leaf.dense_shape[0]
+    if isinstance(leaf, tf.RaggedTensor):
+        return leaf.nrows()
+    return tf.shape(leaf)[0] if leaf.shape.rank else tf.constant(1, tf.int32)
+
+
+def _stamp(*element):
+    batch = element[0] if len(element) == 1 else element
+    # One stamp a row: a distribution strategy splits it with the batch.
+    return {_BATCH: batch, _READY_AT: tf.fill([_rows(batch)], tf.timestamp())}
+
+
+def stamped(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """``dataset`` with each batch stamped with when it was produced (module docstring).
+
+    The stamp is taken by a map of one parallel call: on a thread of its own, as
+    the batch leaves the pipeline, so a batch that waits in its buffer was ready.
+    """
+    return dataset.map(_stamp, num_parallel_calls=1, deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+
+def _unstamped(data):
+    """(the batch, when it was produced or None) of what a step received."""
+    if isinstance(data, dict) and set(data) == {_BATCH, _READY_AT}:
+        ready = data[_READY_AT]
+        # Empty on a replica given no rows: then it waited for nothing.
+        latest = tf.reduce_max(tf.concat([ready, tf.zeros([1], ready.dtype)], 0))
+        return data[_BATCH], latest
+    return data, None
 
 
 class InputStall(tf.keras.metrics.Metric):
@@ -51,16 +104,27 @@ class InputStall(tf.keras.metrics.Metric):
             dtype=tf.float64,
             aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
         )
+        # When the last step's outputs were ready (0: no step yet this epoch).
+        self.last_end = self.add_weight(
+            "last_end",
+            initializer="zeros",
+            dtype=tf.float64,
+            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+        )
 
     def start_step(self) -> None:
         """Stamps the moment a step (or a run of steps) is asked for."""
         self.step_start.assign(tf.timestamp())
 
     def update_state(self, batch_ready: tf.Tensor, step_end: tf.Tensor) -> None:
-        """Adds one step: when its batch arrived and when its outputs were ready."""
+        """Adds one step: when its batch was ready and when its outputs were."""
         start = self.step_start.read_value()
-        self.waiting.assign_add(batch_ready - start)
-        self.elapsed.assign_add(step_end - start)
+        last = self.last_end.read_value()
+        # The host's time between two steps (Keras' loop) is step time too, not waiting.
+        between = tf.where(last > 0, start - last, tf.zeros_like(start))
+        self.waiting.assign_add(tf.maximum(batch_ready - start, 0.0))
+        self.elapsed.assign_add(step_end - start + between)
+        self.last_end.assign(step_end)
         # With several steps per call, the next step is asked for now.
         self.step_start.assign(step_end)
 
@@ -73,14 +137,30 @@ class InputStallModel(tf.keras.Model):
 
     ``fit`` and ``evaluate`` report ``input_stall`` (training) and
     ``val_input_stall`` (validation) beside the other metrics, so they reach
-    every callback, the TensorBoard logs included. Export the layers for
-    serving as a plain ``tf.keras.Model(model.inputs, model.outputs)``: the
-    metric is training instrumentation, not part of the model.
+    every callback, the TensorBoard logs included. Datasets are stamped
+    (``stamped``); other inputs are measured from the ask to the batch's
+    arrival, dispatch included.
+    Export the layers for serving as a plain ``tf.keras.Model(model.inputs,
+    model.outputs)``: the metric is training instrumentation, not part of the
+    model.
     """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.input_stall = InputStall()
+
+    def _stamps(self, data):
+        if self._cluster_coordinator or not isinstance(data, tf.data.Dataset):
+            return data
+        return stamped(data)
+
+    def fit(self, x=None, *args, validation_data=None, **kwargs):
+        return super().fit(
+            self._stamps(x), *args, validation_data=self._stamps(validation_data), **kwargs
+        )
+
+    def evaluate(self, x=None, *args, **kwargs):
+        return super().evaluate(self._stamps(x), *args, **kwargs)
 
     def make_train_function(self, force=False):
         if self.train_function is not None and not force:
@@ -98,11 +178,13 @@ class InputStallModel(tf.keras.Model):
         if self._cluster_coordinator:
             return function  # Steps run on remote workers; there is no host wait to stamp.
 
-        def stamped(iterator):
+        def stamped_steps(iterator):
             self.input_stall.start_step()
             return function(iterator)
 
-        return stamped if self.run_eagerly else tf.function(stamped, reduce_retracing=True)
+        return (
+            stamped_steps if self.run_eagerly else tf.function(stamped_steps, reduce_retracing=True)
+        )
 
     # Not converted by AutoGraph: the steps hold no Python control flow on tensors, and
     # converting Keras' train and test steps, everything they call included, was most
@@ -116,25 +198,34 @@ class InputStallModel(tf.keras.Model):
         return self._timed(super().test_step, data)
 
     def _timed(self, step, data):
+        data, ready_at = _unstamped(data)
         # Explicit dependencies: the stamps are taken after the batch arrived
         # and after the step's outputs exist, whatever the graph's op order.
         with tf.control_dependencies(tf.nest.flatten(data, expand_composites=True)):
-            batch_ready = tf.timestamp()
-        with tf.control_dependencies([batch_ready]):
+            arrived = tf.timestamp()
+        with tf.control_dependencies([arrived]):
             logs = step(data)
         with tf.control_dependencies(tf.nest.flatten(logs)):
             step_end = tf.timestamp()
-        self.input_stall.update_state(batch_ready, step_end)
+        self.input_stall.update_state(arrived if ready_at is None else ready_at, step_end)
         return {**logs, METRIC_NAME: self.input_stall.result()}
 
 
-def verdict(share: float) -> str:
-    """Says what an input-stall share means for the run."""
+def verdict(share: float, steps: int | None = None) -> str:
+    """Says what an input-stall share of an epoch of ``steps`` steps means for the run."""
+    if steps is not None and steps < MIN_STEPS:
+        return TOO_SHORT
     return "input-bound" if share > INPUT_BOUND_SHARE else "compute-bound"
 
 
-def advice(share: float, data_service_workers: int | None = None) -> str:
+def advice(share: float, data_service_workers: int | None = None, steps: int | None = None) -> str:
     """Says what to do about an input-stall share, in one sentence."""
+    if verdict(share, steps) == TOO_SHORT:
+        return (
+            f"The epoch had {steps} steps, too few to tell: its first steps wait for the "
+            f"input pipeline to start whatever it costs; measure over {MIN_STEPS} steps or "
+            "more (--epoch-steps)."
+        )
     if share <= INPUT_BOUND_SHARE:
         return (
             "The input keeps up: a faster run needs a faster train step (a bigger batch, "
@@ -152,17 +243,21 @@ def advice(share: float, data_service_workers: int | None = None) -> str:
     )
 
 
-def last_epoch_share(output_dir: str) -> float | None:
-    """Returns the last epoch's input stall from an ``InputStallReport`` in output_dir.
-
-    None if there is no report (or it holds no epoch).
-    """
+def last_epoch(output_dir: str) -> dict | None:
+    """The last epoch of an ``InputStallReport`` in output_dir: its ``input_stall``,
+    ``steps`` and ``verdict``. None if there is no report (or it holds no epoch)."""
     path = os.path.join(output_dir, REPORT_FILE)
     if not filesystem.exists(path):
         return None
     with filesystem.open_file(path) as f:
         epochs = json.load(f)["epochs"]
-    return epochs[-1][METRIC_NAME] if epochs else None
+    return epochs[-1] if epochs else None
+
+
+def last_epoch_share(output_dir: str) -> float | None:
+    """The last epoch's input stall from an ``InputStallReport`` in output_dir, or None."""
+    epoch = last_epoch(output_dir)
+    return epoch[METRIC_NAME] if epoch else None
 
 
 class InputStallReport(tf.keras.callbacks.Callback):
@@ -178,6 +273,22 @@ class InputStallReport(tf.keras.callbacks.Callback):
         self._path = os.path.join(output_dir, REPORT_FILE)
         self._epochs: list[dict] = []
         self._service = data_service
+        # The hooks below read only the batch's index: no logs copied to numpy.
+        self._supports_tf_logs = True
+        self._steps = {"train": 0, "test": 0}
+
+    def on_epoch_begin(self, epoch: int, logs=None) -> None:
+        self._steps["train"] = 0
+
+    def on_train_batch_end(self, batch: int, logs=None) -> None:
+        # With several steps per execution, ``batch`` is the last step's index.
+        self._steps["train"] = batch + 1
+
+    def on_test_begin(self, logs=None) -> None:
+        self._steps["test"] = 0
+
+    def on_test_batch_end(self, batch: int, logs=None) -> None:
+        self._steps["test"] = batch + 1
 
     def _workers(self) -> int | None:
         try:
@@ -191,9 +302,17 @@ class InputStallReport(tf.keras.callbacks.Callback):
         if METRIC_NAME not in logs:
             return
         share = float(logs[METRIC_NAME])
-        entry = {"epoch": epoch, METRIC_NAME: share, "verdict": verdict(share)}
+        steps = self._steps["train"]
+        entry = {
+            "epoch": epoch,
+            METRIC_NAME: share,
+            "steps": steps,
+            "verdict": verdict(share, steps),
+        }
         if f"val_{METRIC_NAME}" in logs:
             entry[f"val_{METRIC_NAME}"] = float(logs[f"val_{METRIC_NAME}"])
+            entry["val_steps"] = self._steps["test"]
+            entry["val_verdict"] = verdict(entry[f"val_{METRIC_NAME}"], self._steps["test"])
         source = "input read on the trainer"
         if self._service:
             entry["data_service_workers"] = self._workers()

@@ -29,7 +29,8 @@ from tfrecord_pipelines.components.keys import (
     PUSHER_ID,
     TRAINER_ID,
 )
-from tfrecord_pipelines.components.trainer.input_stall import last_epoch_share
+from tfrecord_pipelines.components.trainer.input_stall import METRIC_NAME as STALL
+from tfrecord_pipelines.components.trainer.input_stall import last_epoch
 from tfrecord_pipelines.components.trainer.resume import resumed_steps
 from tfrecord_pipelines.components.trainer.training_length import (
     TrainingLength,
@@ -73,6 +74,8 @@ class RunSummary:
       model_run: the Trainer's TensorBoard logs and input-stall report.
       input_stall: the last training epoch's input stall (share of step time
         spent waiting for batches), or None if the Trainer wrote no report.
+      input_stall_verdict: its verdict: input-bound, compute-bound, or too short
+        to tell (an epoch of too few steps).
       training: the steps, examples and epochs the model was trained on, or
         None if the Trainer did not say (a module file's run_fn).
       warm_start: whether the Trainer started from an earlier blessed model,
@@ -113,6 +116,7 @@ class RunSummary:
     classes: LabelClasses | None
     model_run: str
     input_stall: float | None
+    input_stall_verdict: str | None
     training: TrainingLength | None
     warm_start: dict | None
     resumed_steps: int
@@ -166,6 +170,7 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
     # One read of TFMA's metrics and plots: the intervals come from the same values.
     metrics = overall_metrics(evaluation.uri)
     window = summarize_window(run)
+    stall = last_epoch(model_run.uri)
     return RunSummary(
         blessed=evaluator.output(keys.BLESSING_KEY)
         .custom_properties[keys.BLESSED_PROPERTY]
@@ -180,7 +185,8 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         intervals=metric_intervals(metrics),
         classes=read_label_classes(evaluation.uri),
         model_run=model_run.uri,
-        input_stall=last_epoch_share(model_run.uri),
+        input_stall=stall[STALL] if stall else None,
+        input_stall_verdict=stall["verdict"] if stall else None,
         training=training,
         warm_start=read_warm_start(model_run.uri),
         resumed_steps=resumed_steps(model_run.uri),

@@ -180,11 +180,9 @@ def print_summary(summary, layout, config, run_id: str, seconds: float, report: 
             "by an interrupted execution"
         )
     if summary.input_stall is not None:
-        from tfrecord_pipelines.components.trainer.input_stall import verdict
-
         print(
             f"  input stall:   {100 * summary.input_stall:.1f}% of step time waiting for "
-            f"batches in the last epoch ({verdict(summary.input_stall)})"
+            f"batches in the last epoch ({summary.input_stall_verdict})"
         )
     if summary.training:
         warm = warm_started(summary.warm_start)

@@ -37,7 +37,8 @@ class TrainingView:
       charts: one SVG chart per metric, the input stall's with its threshold.
       stall: the last epoch's input stall (share of step time waiting for
         batches), or None without a report.
-      verdict: ``input-bound`` or ``compute-bound`` (of the last epoch).
+      verdict: ``input-bound``, ``compute-bound`` or ``too short to tell`` (of the
+        last epoch).
       advice: what to do about it.
       data_service: the tf.data service's address, if the input came from one.
       workers: the service's registered workers at each epoch's end.
@@ -96,7 +97,7 @@ def read_training(model_run_uri: str) -> TrainingView:
         charts=chart_of,
         stall=last[METRIC_NAME] if last else None,
         verdict=last["verdict"] if last else None,
-        advice=advice(last[METRIC_NAME], workers[-1]) if last else None,
+        advice=advice(last[METRIC_NAME], workers[-1], last.get("steps")) if last else None,
         data_service=report.get("data_service"),
         workers=workers,
     )
