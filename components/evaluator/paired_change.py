@@ -85,10 +85,14 @@ class PairedChange:
         allowed = (
             f" (a loss of {self.max_regression:g} allowed)" if self.max_regression > NO_LOSS else ""
         )
+        worse = (self.high < 0) if self.higher_is_better else (self.low > 0)
+        better = (self.low > 0) if self.higher_is_better else (self.high < 0)
         if self.regressed:
             words = f"worse than the baseline beyond the noise{allowed}"
-        elif (self.high < 0) if self.higher_is_better else (self.low > 0):
+        elif worse:
             words = f"worse than the baseline, within the allowed loss{allowed}"
+        elif better:
+            words = "better than the baseline beyond the noise"
         else:
             words = "within noise of the baseline"
         return (
