@@ -3,6 +3,8 @@ from ML Metadata alike (``daily.choices``)."""
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 
 import pytest
@@ -140,3 +142,47 @@ def test_a_record_names_the_uri_not_the_launchers_local_copy(tmp_path):
     [run] = daily_state.runs(str(tmp_path))
     uri = run[keys.MODEL_KEY]["artifact"]["uri"]
     assert uri == "minio://mlpipeline/v2/artifacts/events/run-1/Trainer/uuid/model"
+
+
+def test_earlier_runs_choose_from_names_and_read_the_chosen_records_alone(tmp_path):
+    state = str(tmp_path / "state")
+    cache = standard_artifacts.TransformCache()
+    cache.uri = "/root/day-1/cache"
+    daily_state.record_run(state, [1], _model("/root/day-1/model"), True, cache)
+    daily_state.record_run(state, [1, 2], _model("/root/day-2/model"), blessed=False)
+    third = daily_state.record_run(state, [2, 3], _model("/root/day-3/model"), blessed=True)
+    # A record named as before 2026-11-28 (its digest alone) is still chosen from.
+    legacy = tmp_path / "state" / "runs" / "0123456789abcdef.json"
+    legacy.write_text(
+        json.dumps(
+            {
+                "format": 1,
+                "spans": [0],
+                "blessed": True,
+                "recorded_ns": 1,
+                "model": {"artifact": {"uri": "/root/day-0/model"}},
+                "analyzer_cache": None,
+            }
+        )
+    )
+    # A re-run records the same model once.
+    again = daily_state.record_run(state, [2, 3], _model("/root/day-3/model"), blessed=True)
+    assert again == third
+    assert len(os.listdir(tmp_path / "state" / "runs")) == 4
+    earlier = daily_state.earlier_runs(state, 3)
+    assert earlier.base_model.item["model"]["artifact"]["uri"] == "/root/day-1/model"
+    assert earlier.base_model.spans == frozenset({1})
+    assert earlier.baseline_model.item["model"]["artifact"]["uri"] == "/root/day-3/model"
+    assert earlier.baseline_model.spans == frozenset({2, 3})
+    assert earlier.analyzer_cache.item["analyzer_cache"]["artifact"]["uri"] == "/root/day-1/cache"
+    assert daily_state.earlier_runs(state, 1).base_model.item["model"]["artifact"]["uri"] == (
+        "/root/day-0/model"
+    )
+
+
+def test_a_record_on_disk_appears_whole_and_leaves_no_partial_file(tmp_path):
+    state = tmp_path / "state"
+    path = daily_state.record_run(str(state), [1], _model("/root/day-1/model"), blessed=True)
+    assert os.listdir(state / "runs") == [os.path.basename(path)]
+    with open(path) as f:
+        assert json.load(f)["spans"] == [1]

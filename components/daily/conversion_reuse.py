@@ -89,6 +89,7 @@ def _find(state_dir: str, executor_input: pipeline_spec_pb2.ExecutorInput) -> di
     from tfx.types.artifact import Artifact
 
     from tfrecord_pipelines.components.daily import daily_state
+    from tfrecord_pipelines.components.spans.artifacts import span_of
 
     outputs = kubeflow_v2_entrypoint_utils.parse_raw_artifact_dict(
         {keys.EXAMPLES_KEY: executor_input.outputs.artifacts[keys.EXAMPLES_KEY]}
@@ -96,7 +97,7 @@ def _find(state_dir: str, executor_input: pipeline_spec_pb2.ExecutorInput) -> di
     wanted = outputs[keys.EXAMPLES_KEY][0]
     same = [
         c
-        for c in daily_state.conversions(state_dir)
+        for c in daily_state.conversions(state_dir, [span_of(wanted)])
         if _same_conversion(Artifact.from_json_dict(c.item[keys.EXAMPLES_KEY]), wanted)
     ]
     return max(same, key=lambda c: c.order).item if same else None

@@ -9,26 +9,38 @@ made here instead, and the next run reads the records back:
   span (SpanWindow records its run's: ExampleGen's examples, statistics and
   quarantine, the examples with their files' fingerprint and ExampleGen's
   settings, so that a re-run of the day reuses them);
-- ``runs/<digest>.json``: what a run trained (RecordRun: the model,
-  whether it was blessed, the spans it read, Transform's analyzer cache).
+- ``runs/<time>-<last span>-<blessed><cache>-<digest>.json``: what a run
+  trained (RecordRun: the model, whether it was blessed, the spans it read,
+  Transform's analyzer cache). The name holds what the choices need (when,
+  the last span read, blessed or not, with an analyzer cache or not).
 
-Every record is an object of its own, named by what it records, and is never
-rewritten: two runs at once each add theirs, none is lost, and a span recorded
-twice is read once (``choices.window_conversions``). Records hold TFX's JSON
-of the artifacts (``Artifact.to_json_dict``), so a later run hands them to its
-components as the artifacts they were.
+Every record is an object of its own, named by what it records, written
+whole (an object store's object appears whole; on a disk, a file is renamed
+into place), and never rewritten: two runs at once each add theirs, none is
+lost, and a span or model recorded twice is read once. Records hold TFX's
+JSON of the artifacts (``Artifact.to_json_dict``), so a later run hands them
+to its components as the artifacts they were.
+
+A run reads what its window needs, not every record ever written: one
+listing of ``conversions/`` (the span folders' names) and of ``runs/`` (the
+records' names), then the records of the window's spans and the span before,
+and the at most three run records chosen from their names
+(``docs/benchmarks/daily-window.md``: 30 and 1,000 recorded days).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 import time
+import uuid
 from collections.abc import Iterable
 
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.daily import choices
+from tfrecord_pipelines.components.daily.window import window_spans
 from tfrecord_pipelines.components.storage import filesystem, launcher_copies
 
 CONVERSIONS = "conversions"
@@ -52,23 +64,36 @@ def _write_once(path: str, record: dict) -> str:
 
     if not filesystem.exists(path):
         filesystem.make_folder(os.path.dirname(path))
-        with filesystem.open_file(path, "w") as f:
-            f.write(json.dumps({"format": _FORMAT, **record}, sort_keys=True))
+        text = json.dumps({"format": _FORMAT, **record}, sort_keys=True)
+        if filesystem.is_object_store(path):
+            # An object is seen whole or not at all.
+            with filesystem.open_file(path, "w") as f:
+                f.write(text)
+        else:
+            partial = f"{path}.{uuid.uuid4().hex}.partial"
+            with filesystem.open_file(partial, "w") as f:
+                f.write(text)
+            filesystem.replace(partial, path)
     return path
 
 
-def _read_all(folder: str) -> list[tuple[str, dict]]:
-    """(path, record) of every record below ``folder``, oldest name first."""
+def _read(path: str) -> dict:
+    with filesystem.open_file(path) as f:
+        return json.loads(f.read())
 
-    if not filesystem.isdir(folder):
-        return []
-    found = []
-    for path in sorted(filesystem.walk_files(folder)):
-        if not path.endswith(".json"):
-            continue
-        with filesystem.open_file(path) as f:
-            found.append((path, json.loads(f.read())))
-    return found
+
+def _names(folder: str) -> list[str]:
+    """The names in ``folder`` (one listing), [] when it does not exist yet."""
+    return filesystem.listdir(folder) if filesystem.isdir(folder) else []
+
+
+def _records(folder: str) -> list[tuple[str, dict]]:
+    """(path, record) of every record in ``folder``, oldest name first."""
+    return [
+        (os.path.join(folder, name), _read(os.path.join(folder, name)))
+        for name in _names(folder)
+        if name.endswith(".json")
+    ]
 
 
 def _as_recorded(artifact) -> dict | None:
@@ -105,12 +130,67 @@ def record_conversion(
     )
 
 
-def conversions(state_dir: str) -> list[choices.Converted]:
-    """Every conversion recorded, each with its record as ``item``."""
+def _span_folders(state_dir: str) -> dict[int, str]:
+    """span -> its folder of conversions, from one listing."""
+    folder = os.path.join(state_dir, CONVERSIONS)
+    return {
+        int(name[len("span-") :]): os.path.join(folder, name)
+        for name in _names(folder)
+        if name.startswith("span-") and name[len("span-") :].isdigit()
+    }
+
+
+def conversions(state_dir: str, spans: Iterable[int] | None = None) -> list[choices.Converted]:
+    """The conversions recorded of ``spans`` (None: of every span), each with its record as
+    ``item``. Reads only those spans' records."""
+    folders = _span_folders(state_dir)
+    wanted = sorted(folders) if spans is None else sorted(set(spans) & set(folders))
     return [
         choices.Converted(r["span"], r["version"], (r["recorded_ns"], path), r)
-        for path, r in _read_all(os.path.join(state_dir, CONVERSIONS))
+        for span in wanted
+        for path, r in _records(folders[span])
     ]
+
+
+def window_conversions(
+    state_dir: str, end: int, num_spans: int
+) -> tuple[list[choices.Converted], choices.Converted | None]:
+    """The window of ``num_spans`` ending at ``end`` (``choices.window_conversions``) and the
+    previous span's conversion (``choices.previous_conversion``), reading the records of
+    the window's spans and of the span before it only."""
+    folders = _span_folders(state_dir)
+    before = max((span for span in folders if span < end), default=None)
+    found = conversions(
+        state_dir, [*window_spans(end, num_spans), *([] if before is None else [before])]
+    )
+    return (
+        choices.window_conversions(found, end, num_spans),
+        choices.previous_conversion(found, end),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _RunName:
+    """What a run record's name says: enough to choose from, without reading it."""
+
+    recorded_ns: int
+    last_span: int  # -1: no span
+    blessed: bool
+    has_cache: bool
+    digest: str
+
+    def name(self) -> str:
+        flags = ("b" if self.blessed else "n") + ("c" if self.has_cache else "x")
+        return f"{self.recorded_ns:019d}-{self.last_span + 1:08d}-{flags}-{self.digest}.json"
+
+    @classmethod
+    def parse(cls, name: str) -> _RunName | None:
+        parts = name.removesuffix(".json").split("-")
+        if len(parts) != 4 or not parts[0].isdigit() or not parts[1].isdigit():
+            return None
+        return cls(
+            int(parts[0]), int(parts[1]) - 1, parts[2][0] == "b", parts[2][1] == "c", parts[3]
+        )
 
 
 def record_run(
@@ -120,24 +200,92 @@ def record_run(
     and Transform's updated analyzer cache (or None).
 
     Returns:
-      The record's path.
+      The record's path (an earlier record of the same model's, on a re-run).
     """
-    path = os.path.join(state_dir, RUNS, f"{_digest(launcher_copies.remote_uri(model.uri))}.json")
+    folder = os.path.join(state_dir, RUNS)
+    digest = _digest(launcher_copies.remote_uri(model.uri))
+    for name in _names(folder):
+        if name.endswith(f"-{digest}.json") or name == f"{digest}.json":
+            return os.path.join(folder, name)
+    spans = sorted(set(spans))
+    recorded_ns = time.time_ns()
+    named = _RunName(
+        recorded_ns, max(spans, default=-1), bool(blessed), bool(analyzer_cache), digest
+    )
     return _write_once(
-        path,
+        os.path.join(folder, named.name()),
         {
-            "spans": sorted(set(spans)),
+            "spans": spans,
             "blessed": bool(blessed),
-            "recorded_ns": time.time_ns(),
+            "recorded_ns": recorded_ns,
             keys.MODEL_KEY: _as_recorded(model),
             keys.ANALYZER_CACHE_KEY: _as_recorded(analyzer_cache),
         },
     )
 
 
+def _trained(name: _RunName | None, path: str, record: dict | None) -> choices.Trained:
+    """A candidate from its name (``item``: its path) or its record (``item``: the record)."""
+    if record is not None:
+        return choices.Trained(
+            frozenset(record["spans"]), record["blessed"], record["recorded_ns"], record
+        )
+    spans = frozenset() if name.last_span < 0 else frozenset({name.last_span})
+    return choices.Trained(spans, name.blessed, name.recorded_ns, path)
+
+
+@dataclasses.dataclass(frozen=True)
+class EarlierRuns:
+    """What a run of span ``end`` builds on from the recorded runs (``choices``' rules).
+
+    Attributes:
+      base_model: the warm start's model's record, or None.
+      baseline_model: the Evaluator's baseline's record, or None.
+      analyzer_cache: the record of the analyzer cache to start from, or None.
+    """
+
+    base_model: choices.Trained | None
+    baseline_model: choices.Trained | None
+    analyzer_cache: choices.Trained | None
+
+
+def earlier_runs(state_dir: str, end: int) -> EarlierRuns:
+    """The base model, the baseline and the analyzer cache for a run of span ``end``, chosen
+    from the run records' names (one listing) and read alone: at most three records.
+    Records named before 2026-11-28 (``<digest>.json``) are read to be chosen from."""
+    folder = os.path.join(state_dir, RUNS)
+    candidates, cached, seen = [], [], set()
+    for name in _names(folder):
+        if not name.endswith(".json"):
+            continue
+        path = os.path.join(folder, name)
+        parsed = _RunName.parse(name)
+        digest = parsed.digest if parsed else name.removesuffix(".json")
+        if digest in seen:
+            continue  # the same model recorded twice (two runs at once): read once
+        seen.add(digest)
+        record = None if parsed else _read(path)
+        trained = _trained(parsed, path, record)
+        candidates.append(trained)
+        if parsed.has_cache if parsed else record.get(keys.ANALYZER_CACHE_KEY):
+            cached.append(trained)
+    chosen = (
+        choices.base_model(candidates, end),
+        choices.baseline_model(candidates),
+        choices.analyzer_cache(cached, end),
+    )
+    read = {}
+    for trained in chosen:
+        if trained is not None and isinstance(trained.item, str) and trained.item not in read:
+            read[trained.item] = _trained(None, trained.item, _read(trained.item))
+    return EarlierRuns(
+        *(read.get(t.item, t) if t is not None and isinstance(t.item, str) else t for t in chosen)
+    )
+
+
 def runs(state_dir: str) -> list[dict]:
-    """Every run recorded, oldest first."""
-    found = [record for _, record in _read_all(os.path.join(state_dir, RUNS))]
+    """Every run recorded, oldest first (reads every record: for tests and tools, not runs)."""
+    found = [record for _, record in _records(os.path.join(state_dir, RUNS))]
     return sorted(found, key=lambda r: r["recorded_ns"])
 
 

@@ -12,7 +12,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
 from tfrecord_pipelines.components import keys
-from tfrecord_pipelines.components.daily import choices, daily_state
+from tfrecord_pipelines.components.daily import daily_state
 from tfrecord_pipelines.components.daily.window import window_spans
 from tfrecord_pipelines.components.spans import split_data_path
 from tfrecord_pipelines.components.spans.artifacts import span_of, version_of
@@ -56,8 +56,7 @@ class SpanWindowExecutor(base_executor.BaseExecutor):
             state_dir, span, version_of(examples), examples, statistics, quarantine[0]
         )
 
-        found = daily_state.conversions(state_dir)
-        window = choices.window_conversions(found, span, num_spans)
+        window, previous = daily_state.window_conversions(state_dir, span, num_spans)
         spans = window_spans(span, num_spans)
         never = _never_converted(data_pattern, spans, {c.span for c in window})
         if never:
@@ -67,12 +66,8 @@ class SpanWindowExecutor(base_executor.BaseExecutor):
                 f"disk but no run converted: submit a run for each first (submit --span "
                 f"{never[0]}), then this one again."
             )
-        previous = choices.previous_conversion(found, span)
-        runs = daily_state.runs(state_dir)
-        models = daily_state.trained_models(runs)
-        base = choices.base_model(models, span)
-        baseline = choices.baseline_model(models)
-        cache = choices.analyzer_cache(daily_state.analyzer_caches(runs), span)
+        earlier = daily_state.earlier_runs(state_dir, span)
+        base, baseline, cache = earlier.base_model, earlier.baseline_model, earlier.analyzer_cache
         chosen = {
             keys.WINDOW_KEY: [c.item[keys.EXAMPLES_KEY] for c in window],
             keys.WINDOW_STATISTICS_KEY: [c.item[keys.STATISTICS_KEY] for c in window],
