@@ -106,6 +106,32 @@ def assert_same_evaluation(tfma_dir: str, batched_dir: str) -> int:
     return len(old)
 
 
+def _rewrapped(model: str, output: Path, serving) -> str:
+    """The model artifact at ``model`` again under ``output``, its serving signature
+    ``serving(the original's)``, its Transform signature and assets as they were. Returns
+    the artifact's folder."""
+    import shutil
+
+    import tensorflow as tf
+
+    original = Path(model) / "Format-Serving"
+    loaded = tf.saved_model.load(str(original))
+    module = tf.Module()
+    module.loaded = loaded
+    wrapped = output / "Format-Serving"
+    tf.saved_model.save(
+        module,
+        str(wrapped),
+        signatures={
+            "serving_default": serving(loaded.signatures["serving_default"]),
+            "transform_features": loaded.signatures["transform_features"],
+        },
+    )
+    # The label vocabulary the Evaluator reads among the model's assets.
+    shutil.copytree(original / "assets", wrapped / "assets", dirs_exist_ok=True)
+    return str(output)
+
+
 def row_by_row_model(model: str, output: Path) -> str:
     """The model artifact at ``model`` again, its serving signature scoring each row alone.
 
@@ -116,76 +142,44 @@ def row_by_row_model(model: str, output: Path) -> str:
     Scored one at a time, each row's prediction is the same whatever batch it came in,
     so the two paths are compared on the same predictions. Returns the artifact's folder.
     """
-    import shutil
-
     import tensorflow as tf
 
-    serving = Path(model) / "Format-Serving"
-    loaded = tf.saved_model.load(str(serving))
-    serve = loaded.signatures["serving_default"]
-    examples = tf.TensorSpec([None], tf.string, name="examples")
-    row = {
-        name: tf.TensorSpec(spec.shape[1:], spec.dtype)
-        for name, spec in serve.structured_outputs.items()
-    }
+    def serving(serve):
+        row = {
+            name: tf.TensorSpec(spec.shape[1:], spec.dtype)
+            for name, spec in serve.structured_outputs.items()
+        }
 
-    @tf.function(input_signature=[examples])
-    def one_at_a_time(examples):
-        def score(example):
-            return {name: value[0] for name, value in serve(examples=example[None]).items()}
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+        def one_at_a_time(examples):
+            def score(example):
+                return {name: value[0] for name, value in serve(examples=example[None]).items()}
 
-        return tf.map_fn(score, examples, fn_output_signature=row)
+            return tf.map_fn(score, examples, fn_output_signature=row)
 
-    module = tf.Module()
-    module.loaded = loaded
-    wrapped = output / "Format-Serving"
-    tf.saved_model.save(
-        module,
-        str(wrapped),
-        signatures={
-            "serving_default": one_at_a_time,
-            "transform_features": loaded.signatures["transform_features"],
-        },
-    )
-    # The label vocabulary the Evaluator reads among the model's assets.
-    shutil.copytree(serving / "assets", wrapped / "assets", dirs_exist_ok=True)
-    return str(output)
+        return one_at_a_time
+
+    return _rewrapped(model, output, serving)
 
 
 def altered_model(model: str, output: Path, prediction_key: str | None, alter) -> str:
-    """The model artifact at ``model`` again, ``alter`` applied to its predictions.
+    """The model artifact at ``model`` again, ``alter`` applied to its predictions: a model
+    whose predictions differ from the real one's in a known way, without another training.
 
     ``alter(examples, predictions)`` takes the serving signature's input (serialized
-    records) and its ``prediction_key`` output (None: its only output), and returns
-    the changed predictions:
-    a model whose predictions differ from the real one's in a known way, without
-    another training. Returns the artifact's folder.
+    records) and its ``prediction_key`` output (None: its only output), and returns the
+    changed predictions. Returns the artifact's folder.
     """
-    import shutil
-
     import tensorflow as tf
 
-    serving = Path(model) / "Format-Serving"
-    loaded = tf.saved_model.load(str(serving))
-    serve = loaded.signatures["serving_default"]
+    def serving(serve):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+        def altered(examples):
+            outputs = dict(serve(examples=examples))
+            key = prediction_key or next(iter(outputs))
+            outputs[key] = alter(examples, outputs[key])
+            return outputs
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
-    def altered(examples):
-        outputs = dict(serve(examples=examples))
-        key = prediction_key or next(iter(outputs))
-        outputs[key] = alter(examples, outputs[key])
-        return outputs
+        return altered
 
-    module = tf.Module()
-    module.loaded = loaded
-    wrapped = output / "Format-Serving"
-    tf.saved_model.save(
-        module,
-        str(wrapped),
-        signatures={
-            "serving_default": altered,
-            "transform_features": loaded.signatures["transform_features"],
-        },
-    )
-    shutil.copytree(serving / "assets", wrapped / "assets", dirs_exist_ok=True)
-    return str(output)
+    return _rewrapped(model, output, serving)

@@ -320,15 +320,20 @@ def test_other_csv_regression_trains_evaluates_and_pushes(tmp_path):
     assert change.sentence() in Path(ui["summary"].uri).read_text()
 
 
+def _penguins_model_and_examples(penguins_run):
+    """The bundled run's summary and its examples' folder."""
+    output, result = penguins_run
+    (examples,) = (
+        output / "pipeline_root" / "penguins" / "ShardedExampleGen" / "examples"
+    ).iterdir()
+    return run_summary(output, "penguins", result.stdout), examples
+
+
 @pytest.mark.parametrize("min_accuracy, blessed", [(0.5, True), (0.999, False)])
 def test_batched_evaluator_computes_what_tfma_computes(
     penguins_run, tmp_path, min_accuracy, blessed
 ):
-    output, result = penguins_run
-    summary = run_summary(output, "penguins", result.stdout)
-    (examples,) = (
-        output / "pipeline_root" / "penguins" / "ShardedExampleGen" / "examples"
-    ).iterdir()
+    summary, examples = _penguins_model_and_examples(penguins_run)
     # Slices, per-class AUCs and their macro average, the confusion matrix, and
     # a baseline (the same model) so that change thresholds and diffs count too.
     config = make_eval_config(
@@ -378,11 +383,7 @@ def _rotated(share: int):
 def test_the_push_gate_holds_back_only_a_loss_beyond_the_noise(
     penguins_run, tmp_path, share, blessed
 ):
-    output, result = penguins_run
-    summary = run_summary(output, "penguins", result.stdout)
-    (examples,) = (
-        output / "pipeline_root" / "penguins" / "ShardedExampleGen" / "examples"
-    ).iterdir()
+    summary, examples = _penguins_model_and_examples(penguins_run)
     config = make_eval_config(Task(label="species"), EvaluationThresholds(min_accuracy=0.5))
     # The pipeline's model as the baseline; as the candidate, the same model with
     # the predicted class changed on about 1% of the rows (noise) or 37% (a loss).
