@@ -154,13 +154,28 @@ class InputStallModel(tf.keras.Model):
             return data
         return stamped(data)
 
-    def fit(self, x=None, *args, validation_data=None, **kwargs):
-        return super().fit(
-            self._stamps(x), *args, validation_data=self._stamps(validation_data), **kwargs
-        )
+    def _stamping(self, args: tuple, kwargs: dict, *names: str) -> tuple[tuple, dict]:
+        """``args`` and ``kwargs`` with the datasets among ``names`` (Keras' parameter names,
+        in its positional order from the first) stamped."""
+        args = list(args)
+        for position, name in enumerate(names):
+            if name is None:
+                continue
+            if name in kwargs:
+                kwargs = {**kwargs, name: self._stamps(kwargs[name])}
+            elif position < len(args):
+                args[position] = self._stamps(args[position])
+        return tuple(args), kwargs
 
-    def evaluate(self, x=None, *args, **kwargs):
-        return super().evaluate(self._stamps(x), *args, **kwargs)
+    def fit(self, *args, **kwargs):
+        # Keras' fit(x, y, batch_size, epochs, verbose, callbacks, validation_split,
+        # validation_data, ...): None stands for the parameters between, never stamped.
+        args, kwargs = self._stamping(args, kwargs, "x", *[None] * 6, "validation_data")
+        return super().fit(*args, **kwargs)
+
+    def evaluate(self, *args, **kwargs):
+        args, kwargs = self._stamping(args, kwargs, "x")
+        return super().evaluate(*args, **kwargs)
 
     def make_train_function(self, force=False):
         if self.train_function is not None and not force:
