@@ -285,6 +285,8 @@ def test_convert_eval_rows_must_be_positive(capsys, tmp_path):
          "--positive-class '1.0' is not a value of 'y'; it has '0' and '1'."),
         ([" yes", "no "], ["--positive-class", "yes"],
          "--positive-class 'yes' is not a value of 'y'; it has ' yes' and 'no '."),
+        (["no", "yes"], ["--max-regression", "-0.01"],
+         "--max-regression -0.01: the loss allowed is 0 or more."),
         (["no", "yes"], ["--shard-size", "8MiB", "--num-shards", "3"],
          "--shard-size and --num-shards: Set a target shard size or a shard count, not both: "
          "the count would ignore the size."),
