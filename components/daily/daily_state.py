@@ -144,10 +144,14 @@ def conversions(state_dir: str, spans: Iterable[int] | None = None) -> list[choi
     """The conversions recorded of ``spans`` (None: of every span), each with its record as
     ``item``. Reads only those spans' records."""
     folders = _span_folders(state_dir)
-    wanted = sorted(folders) if spans is None else sorted(set(spans) & set(folders))
+    return _conversions_of(folders, sorted(folders) if spans is None else spans)
+
+
+def _conversions_of(folders: dict[int, str], spans: Iterable[int]) -> list[choices.Converted]:
+    """The conversions recorded in the folders (``_span_folders``) of ``spans``."""
     return [
         choices.Converted(r["span"], r["version"], (r["recorded_ns"], path), r)
-        for span in wanted
+        for span in sorted(set(spans) & set(folders))
         for path, r in _records(folders[span])
     ]
 
@@ -160,8 +164,8 @@ def window_conversions(
     the window's spans and of the span before it only."""
     folders = _span_folders(state_dir)
     before = max((span for span in folders if span < end), default=None)
-    found = conversions(
-        state_dir, [*window_spans(end, num_spans), *([] if before is None else [before])]
+    found = _conversions_of(
+        folders, [*window_spans(end, num_spans), *([] if before is None else [before])]
     )
     return (
         choices.window_conversions(found, end, num_spans),
