@@ -14,12 +14,11 @@ Waiting is the time from the ask to the batch's production, when the batch
 came later than it was asked for; 0 when it was ready. Everything else, the
 handing over of a ready batch, the per-step dispatch and Keras' own loop
 between steps included, is the step's own time: a faster input could not
-remove it. The share is the
-summed waiting over the summed step time, per epoch, for training
-(``input_stall``) and validation (``val_input_stall``). On a GPU the host
-runs ahead of the device until the device's queue is full, so a
-compute-bound run shows a share near 0, and an input-bound one the share of
-time the device sat idle.
+remove it. The share is the summed waiting over the summed step time, per
+epoch, for training (``input_stall``) and validation (``val_input_stall``).
+On a GPU the host runs ahead of the device until the device's queue is full,
+so a compute-bound run shows a share near 0, and an input-bound one the
+share of time the device sat idle.
 
 Counting from the ask to the batch's arrival instead (this module until
 2026-11-28) counted the dispatch and hand-over as waiting: 35-43% on an
@@ -75,7 +74,9 @@ def stamped(dataset: tf.data.Dataset) -> tf.data.Dataset:
     """``dataset`` with each batch stamped with when it was produced (module docstring).
 
     The stamp is taken by a map of one parallel call: on a thread of its own, as
-    the batch leaves the pipeline, so a batch that waits in its buffer was ready.
+    the batch leaves the pipeline, so a batch that waits in a buffer was ready. A
+    prefetch after it keeps the stamping stage from adding a wait of its own when
+    its thread is briefly not scheduled.
     """
     return dataset.map(_stamp, num_parallel_calls=1, deterministic=True).prefetch(tf.data.AUTOTUNE)
 
