@@ -73,3 +73,48 @@ def test_answers_before_any_heavy_import(tmp_path, argv):
     found = _imports(*(arg.format(**paths) for arg in argv))
     assert found["heavy"] == []
     assert found["status"] == (0 if "--help" in argv else 2)
+
+
+_COMPONENT_PROCESS = """
+import json, sys
+import tfrecord_pipelines.local.runner, tfrecord_pipelines.definition.pipeline
+import tfrecord_pipelines.kubeflow.kfp_executor
+from tfrecord_pipelines.components import deferred_inits
+seen = {"deferred": [deferred_inits.deferred(p) for p in ("tfx.components", "kfp")],
+        "unused": [m for m in ("kubernetes", "keras_tuner") if m in sys.modules]}
+from tfx.components import evaluator
+seen["submodule"] = evaluator.__name__
+seen["deferred_after_submodule"] = deferred_inits.deferred("tfx.components")
+import tfx.components
+from tfx.components.trainer.component import Trainer
+seen["same_trainer"] = tfx.components.Trainer is Trainer
+seen["deferred_after_name"] = deferred_inits.deferred("tfx.components")
+import kfp
+seen["kfp_version"] = kfp.__version__ == __import__("importlib.metadata").metadata.version("kfp")
+seen["infra_validator"] = "InfraValidator" in dir(tfx.components)
+print(json.dumps(seen))
+"""
+
+
+def test_a_run_or_pod_imports_no_unused_tfx_component():
+    """What `run` and a pod import before a component runs leaves the __init__ of
+    tfx.components (every standard component: keras_tuner) and of kfp (kfp.Client: Kubernetes'
+    client) unrun; their names still resolve."""
+    done = subprocess.run(
+        [sys.executable, "-c", _COMPONENT_PROCESS],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "deferred": [True, True],
+        "unused": [],
+        "submodule": "tfx.components.evaluator",
+        "deferred_after_submodule": True,
+        "same_trainer": True,
+        "deferred_after_name": False,
+        "infra_validator": True,
+        "kfp_version": True,
+    }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tfx import types
-from tfx.components import Transform as TfxTransform
+from tfx.components.transform.component import Transform as TfxTransform
 from tfx.dsl.components.base import executor_spec
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from tfx import types
-from tfx.components import Trainer
+from tfx.components.trainer.component import Trainer
 from tfx.proto import pusher_pb2, trainer_pb2
 
 from tfrecord_pipelines.components import code_version, keys

@@ -27,7 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ml_metadata.proto import metadata_store_pb2
-from tfx.components import ExampleValidator, SchemaGen
+from tfx.components.example_validator.component import ExampleValidator
+from tfx.components.schema_gen.component import SchemaGen
 from tfx.dsl.components.base.base_node import BaseNode
 from tfx.orchestration.data_types import RuntimeParameter
 from tfx.orchestration.pipeline import Pipeline

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tfx.components import ExampleValidator, SchemaGen
+from tfx.components.example_validator.component import ExampleValidator
+from tfx.components.schema_gen.component import SchemaGen
 from tfx.types import Channel, standard_artifacts
 
 from tfrecord_pipelines.components import data_source, keys
