@@ -1,6 +1,6 @@
-"""``tfx.components`` and ``kfp`` imported with their ``__init__`` left until a name is used.
+"""``tfx.components``, ``kfp``, ``kubernetes`` imported with their ``__init__`` run only on use.
 
-Python runs a package's ``__init__`` before any of its submodules, and two
+Python runs a package's ``__init__`` before any of its submodules, and three
 packages on every path of this project import far more there than the
 submodule asked for:
 
@@ -9,8 +9,10 @@ submodule asked for:
   does) also imports InfraValidator's Kubernetes client, Tuner's keras_tuner
   and Keras 3, and BulkInferrer;
 - KFP's ``kfp/__init__.py`` imports ``kfp.Client`` and with it the Kubernetes
-  client (and, where it is installed, kubernetes_validate's JSON schemas), so a
-  pod that only reads ``kfp.pipeline_spec``'s protos pays for them.
+  client, so a pod that only reads ``kfp.pipeline_spec``'s protos pays for it;
+- the Kubernetes client's ``kubernetes/__init__.py`` imports its dynamic client
+  and, where it is installed (the dev environment), kubernetes_validate's JSON
+  schemas: 1.5 CPU-s for ``compile``'s one ``kubernetes.utils.parse_quantity``.
 
 About 2 CPU-seconds in every process that runs or hosts a component, and 5 in a
 pod of SpanWindow or RecordRun. ``defer_package_inits`` makes Python import them as
@@ -30,7 +32,7 @@ import sys
 import threading
 import types
 
-PACKAGES = ("tfx.components", "kfp")
+PACKAGES = ("tfx.components", "kfp", "kubernetes")
 _LOCK = threading.RLock()
 
 
