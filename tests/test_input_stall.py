@@ -78,10 +78,14 @@ SLEEP = 0.05
 def test_an_input_that_costs_nothing_reads_no_stall_and_a_sleep_its_share(hidden, batch):
     # The penguins run's step size (two layers of 32, batches of 64) and a 1,024 batch.
     model = _model(hidden=hidden, layers=2)
-    free = _batches(batch).repeat().prefetch(tf.data.AUTOTUNE)
-    history = model.fit(free, epochs=2, steps_per_epoch=STEPS, verbose=0)
-    # The first epoch includes tracing and the pipeline's start; the second is steady.
-    assert history.history["input_stall"][-1] <= 0.01
+    # A deep buffer, so that the producer thread being descheduled for a few ms on a busy
+    # machine (an epoch here is 0.1-0.7 s) is absorbed, as a free input's would be.
+    free = _batches(batch).repeat().prefetch(64)
+    history = model.fit(free, epochs=4, steps_per_epoch=STEPS, verbose=0)
+    # The first epoch includes tracing and the pipeline's start; of the steady ones, the
+    # median, so that one epoch hit by another process's burst does not decide.
+    steady = sorted(history.history["input_stall"][1:])
+    assert steady[1] <= 0.01, steady
     step, _ = _per_step(model, STEPS)
     # A batch every 50 ms (or four free steps, on a busy machine): each step waits for the
     # part of the sleep its own work does not cover, and the rest of the step is what it
