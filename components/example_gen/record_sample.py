@@ -23,6 +23,11 @@ SAMPLE_BYTES = 1024 * 1024
 _ALL = 2**32
 
 
+def crc32s(records: list[bytes]) -> np.ndarray:
+    """Each record's CRC32 (uint32)."""
+    return np.fromiter(map(zlib.crc32, records), dtype=np.uint32, count=len(records))
+
+
 @dataclasses.dataclass
 class RecordSample:
     """Records whose CRC32 is below ``threshold``, at most ``SAMPLE_BYTES`` of them.
@@ -37,9 +42,12 @@ class RecordSample:
     records: list[tuple[int, bytes]] = dataclasses.field(default_factory=list)
     size: int = 0
 
-    def add(self, records: list[bytes]) -> None:
-        """Adds the records whose CRC32 is below the threshold."""
-        crcs = np.fromiter(map(zlib.crc32, records), dtype=np.int64, count=len(records))
+    def add(self, records: list[bytes], crcs: np.ndarray | None = None) -> None:
+        """Adds the records whose CRC32 (``crcs``, when already computed) is below the
+        threshold."""
+        if crcs is None:
+            crcs = crc32s(records)
+        crcs = crcs.astype(np.int64)
         for index in np.flatnonzero(crcs < self.threshold).tolist():
             self.records.append((int(crcs[index]), records[index]))
             self.size += len(records[index])

@@ -1,6 +1,8 @@
 """The compression of TFRecord shards: ``gzip``, ``gzip:LEVEL`` or ``none``.
 
 Pure Python, so the command line checks the option before importing TensorFlow.
+A GZIP shard is a series of RFC 1952 members (one per piece a worker wrote),
+which TensorFlow's, Beam's and Python's readers read one after the other.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ GZIP = "gzip"
 NONE = "none"
 # zlib's default level; level 1 costs about half the CPU for a few more bytes.
 DEFAULT_GZIP_LEVEL = 6
+# zlib's window bits for a GZIP header and trailer around the deflate stream.
+_GZIP_WBITS = 31
 
 
 def default_compression(is_images: bool) -> str:
@@ -32,3 +36,16 @@ def parse_compression(compression: str) -> tuple[str, int | None]:
     raise ValueError(
         f"compression must be gzip, gzip:LEVEL (LEVEL 1-9) or none, got {compression!r}."
     )
+
+
+def gzip_compressor(level: int):
+    """A compressor (``compress``, ``flush``) writing one GZIP member at ``level``."""
+    import zlib
+
+    return zlib.compressobj(level, zlib.DEFLATED, _GZIP_WBITS)
+
+
+def gzip_size(data: bytes, level: int) -> int:
+    """The size of ``data`` compressed as a shard's GZIP would be."""
+    compressor = gzip_compressor(level)
+    return len(compressor.compress(data)) + len(compressor.flush())

@@ -23,23 +23,30 @@ import struct
 import zlib
 from collections.abc import Iterable
 
-import tensorflow as tf
+import numpy as np
 
 from tfrecord_pipelines.components.example_gen.record_sample import RecordSample
-from tfrecord_pipelines.components.example_gen.shard_compression import GZIP, parse_compression
+from tfrecord_pipelines.components.example_gen.shard_compression import (
+    GZIP,
+    gzip_compressor,
+    gzip_size,
+    parse_compression,
+)
 from tfrecord_pipelines.components.example_gen.shard_plan import (
     TFRECORD_FRAMING_BYTES,
     ShardingOptions,
     ShardPlan,
     plan_shards,
 )
-from tfrecord_pipelines.components.example_gen.spill import Spilled, read_spilled
+from tfrecord_pipelines.components.example_gen.spill import Spilled, read_index
 from tfrecord_pipelines.components.storage import filesystem
 
 SHARD_PREFIX = "data_tfrecord"
 # Merged shards wait under this prefix until finalize_split numbers them.
 TEMP_SHARD_PREFIX = ".shard-"
 _COPY_BYTES = 16 * 2**20
+# Bytes of a spill file dealt at a time (at least one record).
+_CHUNK_BYTES = 16 * 2**20
 
 
 def pieces_dir(split_dir: str) -> str:
@@ -93,8 +100,27 @@ def plan_split(measure, options: ShardingOptions, compression: str) -> ShardPlan
     kind, level = parse_compression(compression)
     if kind == GZIP and sample.records:
         raw = b"".join(_framed(r) for r in sample.sorted_records())
-        on_disk = int(on_disk * len(zlib.compress(raw, level)) / len(raw))
+        on_disk = int(on_disk * gzip_size(raw, level) / len(raw))
     return plan_shards(on_disk, count, options)
+
+
+class _Piece:
+    """One piece file, compressed as it is written."""
+
+    def __init__(self, path: str, compressor):
+        self.path = path
+        self.records = 0
+        self._file = filesystem.open_file(path, "wb")
+        self._compressor = compressor
+
+    def write(self, framed: bytes, records: int) -> None:
+        self._file.write(self._compressor.compress(framed) if self._compressor else framed)
+        self.records += records
+
+    def close(self) -> None:
+        if self._compressor:
+            self._file.write(self._compressor.flush())
+        self._file.close()
 
 
 class PieceWriter:
@@ -107,36 +133,61 @@ class PieceWriter:
     again. Only piece paths travel to the step that gathers a shard, never
     the records. Engine-neutral: a Beam bundle or a Spark task makes one and
     names its pieces ``<name>-<shard>``.
+
+    A spill file is dealt a chunk at a time: the records' shards from their
+    CRC32s in the spill's index (numpy), and each shard's records copied as
+    the byte ranges they occupy in the spill file, framing and CRC32Cs as
+    TensorFlow wrote them; no record is parsed or framed again.
     """
 
     def __init__(self, pieces_dir: str, compression: str, name: str):
-        kind, level = parse_compression(compression)
-        self._options = tf.io.TFRecordOptions(
-            compression_type="GZIP" if kind == GZIP else "", compression_level=level
-        )
+        self._level = parse_compression(compression)[1]
         self._pieces_dir = pieces_dir
         self._name = name
-        self._writers: dict[int, list] = {}
+        self._pieces: dict[int, _Piece] = {}
 
     def write(self, spill_path: str, plan: ShardPlan) -> None:
         """Deals a spill file's records to their shards' pieces."""
-        for record in read_spilled(spill_path):
-            shard = plan.shard_of(record)
-            entry = self._writers.get(shard)
-            if entry is None:
-                filesystem.make_folder(self._pieces_dir)
-                path = os.path.join(self._pieces_dir, f"{self._name}-{shard:05d}")
-                entry = self._writers[shard] = [tf.io.TFRecordWriter(path, self._options), path, 0]
-            entry[0].write(record)
-            entry[2] += 1
+        lengths, crcs = read_index(spill_path)
+        shards = plan.shards_of(crcs)
+        ends = np.cumsum(lengths + TFRECORD_FRAMING_BYTES)
+        starts = ends - lengths - TFRECORD_FRAMING_BYTES
+        with filesystem.open_binary(spill_path) as spill:
+            first = 0
+            while first < len(lengths):
+                last = max(first + 1, int(np.searchsorted(ends, starts[first] + _CHUNK_BYTES)))
+                chunk = memoryview(spill.read(int(ends[last - 1] - starts[first])))
+                self._deal(chunk, starts[first:last] - starts[first], shards[first:last])
+                first = last
+
+    def _deal(self, chunk: memoryview, starts: np.ndarray, shards: np.ndarray) -> None:
+        """Writes a chunk's records (at ``starts`` in it) to their ``shards``' pieces."""
+        ends = np.append(starts[1:], len(chunk))
+        for shard in np.unique(shards).tolist():
+            chosen = np.flatnonzero(shards == shard)
+            if len(chosen) == len(shards):
+                framed = chunk
+            else:
+                ranges = zip(starts[chosen].tolist(), ends[chosen].tolist(), strict=True)
+                framed = b"".join([chunk[a:b] for a, b in ranges])
+            self._piece(shard).write(framed, len(chosen))
+
+    def _piece(self, shard: int) -> _Piece:
+        piece = self._pieces.get(shard)
+        if piece is None:
+            filesystem.make_folder(self._pieces_dir)
+            compressor = None if self._level is None else gzip_compressor(self._level)
+            path = os.path.join(self._pieces_dir, f"{self._name}-{shard:05d}")
+            piece = self._pieces[shard] = _Piece(path, compressor)
+        return piece
 
     def close(self) -> list[tuple[int, tuple[str, int]]]:
         """Closes the pieces; returns ``(shard, (piece path, records))`` of each."""
         pieces = []
-        for shard, (writer, path, count) in self._writers.items():
-            writer.close()
-            pieces.append((shard, (path, count)))
-        self._writers = {}
+        for shard, piece in self._pieces.items():
+            piece.close()
+            pieces.append((shard, (piece.path, piece.records)))
+        self._pieces = {}
         return pieces
 
 

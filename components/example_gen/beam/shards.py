@@ -25,7 +25,7 @@ from tfrecord_pipelines.components.example_gen.sharded_writer import (
     temp_shard_name,
     write_outcome,
 )
-from tfrecord_pipelines.components.example_gen.spill import Spilled, SpillWriter
+from tfrecord_pipelines.components.example_gen.spill import Spilled, SpillWriter, remove_spilled
 from tfrecord_pipelines.components.example_gen.split_assignment import SplitRecords
 from tfrecord_pipelines.components.storage import filesystem
 
@@ -80,7 +80,7 @@ class _WritePieces(beam.DoFn):
 
     def process(self, spilled: Spilled, plan: ShardPlan):
         self._writer.write(spilled.path, plan)
-        filesystem.remove(spilled.path)
+        remove_spilled(spilled.path)
 
     def finish_bundle(self):
         for piece in self._writer.close():
