@@ -2,6 +2,7 @@
 
 import csv
 import random
+import struct
 from pathlib import Path
 
 import tensorflow as tf
@@ -263,3 +264,47 @@ def convert_as_written(source, dest, **options) -> dict:
         **options, csv=csv_options, spark=SparkOptions(**{k: v for k, v in spark.items() if v})
     )
     return convert(str(source), str(dest), settings, **arguments).to_json()
+
+
+BUNDLES = 3
+
+
+def write_bundled_shards(folder: Path) -> dict[str, tuple[str, list[bytes]]]:
+    """One shard per compression (gzip, gzip:6, none) joined from BUNDLES bundles' pieces,
+    as ExampleGen writes it; returns compression -> (its path, the records in order)."""
+    from tfrecord_pipelines.components.example_gen.shard_plan import ShardPlan
+    from tfrecord_pipelines.components.example_gen.sharded_writer import (
+        PieceWriter,
+        merge_pieces,
+    )
+    from tfrecord_pipelines.components.example_gen.spill import SpillWriter
+
+    one_shard = ShardPlan(num_shards=1, weights=(1.0,), estimated_bytes=0)
+    records = [f"record {i} ".encode() * (1 + i % 40) for i in range(3_000)]
+    in_order = [r for bundle in range(BUNDLES) for r in records[bundle::BUNDLES]]
+    written = {}
+    for compression in ("gzip", "gzip:6", "none"):
+        pieces = []
+        for bundle in range(BUNDLES):
+            name = f"{compression}-{bundle}"
+            spill = SpillWriter(str(folder / "spill"), name)
+            spill.add("train", records[bundle::BUNDLES])
+            (spilled,) = spill.close()
+            writer = PieceWriter(str(folder / "pieces"), compression, name)
+            writer.write(spilled.path, one_shard)
+            pieces += [piece for _, piece in writer.close()]
+        suffix = "" if compression == "none" else ".gz"
+        path = folder / f"shard-{compression.replace(':', '')}{suffix}"
+        merge_pieces(pieces, str(path), remove=True)
+        written[compression] = (str(path), in_order)
+    return written
+
+
+def unframed(data: bytes) -> list[bytes]:
+    """TFRecord's records, their framing read by hand."""
+    records, position = [], 0
+    while position < len(data):
+        (length,) = struct.unpack_from("<Q", data, position)
+        records.append(data[position + 12 : position + 12 + length])
+        position += 16 + length
+    return records

@@ -11,7 +11,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from example_data import STRAY_FILE, write_corrupt_photos, write_csv, write_digit_images
+from example_data import (
+    STRAY_FILE,
+    unframed,
+    write_bundled_shards,
+    write_corrupt_photos,
+    write_csv,
+    write_digit_images,
+)
 from spark_comparison import (
     SHARDING,
     SPARK_MASTER,
@@ -40,6 +47,19 @@ def spark():
     """One local[2] session for the module: conversions find it running and use it."""
     with spark_session(SPARK_MASTER) as session:
         yield session
+
+
+def test_spark_reads_gzip_shards_through_its_codec(spark, tmp_path):
+    from pyspark.sql import functions
+
+    shards = write_bundled_shards(tmp_path)
+    for compression in ("gzip", "gzip:6"):
+        path, expected = shards[compression]
+        # Hadoop's codec, chosen by the .gz suffix, decompresses every member in the
+        # executor; the text column's bytes are the file's, unchanged.
+        text = spark.read.text(path, wholetext=True)
+        (row,) = text.select(functions.col("value").cast("binary")).collect()
+        assert unframed(bytes(row[0])) == expected
 
 
 def test_csv_with_bad_rows_is_converted_as_beam_converts_it(spark, tmp_path):

@@ -101,8 +101,8 @@ class ExampleGenSettings:
         classes from them and reads no record.
       sharding: the shards' target size and readers (``shard_plan``): about 10
         shards per reading server keeps every reader busy.
-      compression: ``gzip`` (smaller files, more CPU to read), ``gzip:LEVEL`` (1
-        fastest to 9 smallest; default 6) or ``none``.
+      compression: ``gzip`` (smaller files, more CPU to read; ISA-L's fast deflate),
+        ``gzip:LEVEL`` (zlib's, 1 fastest to 9 smallest) or ``none``.
       max_bad_fraction: the share of input records that may be quarantined
         before the conversion fails.
       eval_rows: with the default splits, the eval split's cap: TFX's 2:1 until

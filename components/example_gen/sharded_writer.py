@@ -141,7 +141,8 @@ class PieceWriter:
     """
 
     def __init__(self, pieces_dir: str, compression: str, name: str):
-        self._level = parse_compression(compression)[1]
+        kind, level = parse_compression(compression)
+        self._compressor = (lambda: gzip_compressor(level)) if kind == GZIP else (lambda: None)
         self._pieces_dir = pieces_dir
         self._name = name
         self._pieces: dict[int, _Piece] = {}
@@ -176,9 +177,8 @@ class PieceWriter:
         piece = self._pieces.get(shard)
         if piece is None:
             filesystem.make_folder(self._pieces_dir)
-            compressor = None if self._level is None else gzip_compressor(self._level)
             path = os.path.join(self._pieces_dir, f"{self._name}-{shard:05d}")
-            piece = self._pieces[shard] = _Piece(path, compressor)
+            piece = self._pieces[shard] = _Piece(path, self._compressor())
         return piece
 
     def close(self) -> list[tuple[int, tuple[str, int]]]:

@@ -44,7 +44,7 @@ def _add_convert_parser(commands) -> None:
     convert.add_argument(
         "--compression",
         type=compression_argument,
-        help="gzip, gzip:LEVEL (1 fastest - 9 smallest) or none "
+        help="gzip (fast deflate), gzip:LEVEL (zlib, 1 fastest - 9 smallest) or none "
         "(default: gzip for tables, none for images, as run)",
     )
     convert.add_argument(

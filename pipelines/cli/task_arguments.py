@@ -189,7 +189,8 @@ def _add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--compression",
         type=compression_argument,
-        help="of the shards: gzip, gzip:LEVEL (1 fastest - 9 smallest) or none "
+        help="of the shards: gzip (fast deflate), gzip:LEVEL (zlib, 1 fastest - 9 smallest) "
+        "or none "
         "(default: gzip for tabular data, none for images)",
     )
     group.add_argument(

@@ -139,8 +139,8 @@ class IngestOptions:
         shard size or count is set (that setting then wins).
       target_shard_bytes: bytes per shard file; None: the default 128 MiB.
       num_shards: shards per split, instead of a target size.
-      compression: ``gzip``, ``gzip:LEVEL`` (1 fastest to 9 smallest) or
-        ``none``; None: the format's default, GZIP for tabular data (text
+      compression: ``gzip`` (ISA-L's fast deflate), ``gzip:LEVEL`` (zlib's, 1
+        fastest to 9 smallest) or ``none``; None: the format's default, GZIP for tabular data (text
         compresses several-fold) and none for images (encoded images shrink
         by a few percent under GZIP, which doubles the CPU of reading them).
       encoding: CSV: the files' text encoding (a Python codec name); rows
