@@ -23,6 +23,7 @@ import revisions
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
+
 def _write_hive(bucket: Path, days: int, regions: int) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -67,7 +67,7 @@ class _Clock:
 
 
 def _converted(table: str, clock: _Clock):
-    """The table's records through the converter's steps; returns (batches, spilled)."""
+    """The table's records through the converter's steps; returns (rows, spilled)."""
     from tfx_bsl.coders import example_coder
 
     from tfrecord_pipelines.components.example_gen.csv_blocks import plan_blocks
@@ -82,7 +82,7 @@ def _converted(table: str, clock: _Clock):
     converter.setup()
     raw, canonical = example_coder.RecordBatchToExamplesEncoder(), ExampleEncoder()
     spill = SpillWriter(os.path.join(tempfile.mkdtemp(), "spill"), "bench")
-    batches = []
+    rows = 0
     for block in (b for path in plan.files for b in plan_blocks(path, plan.block_bytes)):
         with clock.stage("parse"):
             data, _ = next(block.pieces())
@@ -96,12 +96,12 @@ def _converted(table: str, clock: _Clock):
         with clock.stage("spill"):
             for split in splits:
                 spill.add(split.split, split.records)
-        batches.append(batch)
+        rows += batch.num_rows
     with clock.stage("spill"):
         spilled = spill.close()
     # The canonical encoder encodes too.
     clock.seconds["canonical"] -= clock.seconds["encode"]
-    return batches, spilled
+    return rows, spilled
 
 
 def _written(spilled, clock: _Clock) -> int:
@@ -139,9 +139,8 @@ def _written(spilled, clock: _Clock) -> int:
 
 def _child(table: str) -> None:
     clock = _Clock()
-    batches, spilled = _converted(table, clock)
+    rows, spilled = _converted(table, clock)
     shard_bytes = _written(spilled, clock)
-    rows = sum(batch.num_rows for batch in batches)
     print(
         json.dumps(
             {"rows": rows, "stages": clock.seconds, "shard_bytes": shard_bytes}

@@ -2,7 +2,6 @@
 
 import csv
 import random
-import struct
 from pathlib import Path
 
 import tensorflow as tf
@@ -298,13 +297,3 @@ def write_bundled_shards(folder: Path) -> dict[str, tuple[str, list[bytes]]]:
         merge_pieces(pieces, str(path), remove=True)
         written[compression] = (str(path), in_order)
     return written
-
-
-def unframed(data: bytes) -> list[bytes]:
-    """TFRecord's records, their framing read by hand."""
-    records, position = [], 0
-    while position < len(data):
-        (length,) = struct.unpack_from("<Q", data, position)
-        records.append(data[position + 12 : position + 12 + length])
-        position += 16 + length
-    return records

@@ -2,14 +2,13 @@
 TensorFlow and Beam's ReadFromTFRecord, for each compression; Spark's read is in
 test_example_gen_spark, beside its session."""
 
-import gzip
-
 import apache_beam as beam
 import pytest
 import tensorflow as tf
 from apache_beam.testing.util import assert_that, equal_to
 
-from example_data import BUNDLES, unframed, write_bundled_shards
+from example_data import BUNDLES, write_bundled_shards
+from tfrecord_pipelines.components.tfrecords.reader import read_records
 
 
 @pytest.fixture(scope="module")
@@ -20,9 +19,9 @@ def shards(tmp_path_factory):
 def test_gzip_shards_are_one_member_per_bundle(shards):
     for compression in ("gzip", "gzip:6"):
         path, expected = shards[compression]
-        data = open(path, "rb").read()
-        assert data.count(b"\x1f\x8b\x08") >= BUNDLES
-        assert unframed(gzip.decompress(data)) == expected
+        assert open(path, "rb").read().count(b"\x1f\x8b\x08") >= BUNDLES
+        # Python's gzip reads every member; the reader checks each record's CRC32Cs.
+        assert list(read_records(path)) == expected
 
 
 @pytest.mark.parametrize("compression", ["gzip", "gzip:6", "none"])
