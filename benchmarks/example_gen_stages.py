@@ -2,10 +2,12 @@
 
 Runs ShardedExampleGen's own steps one after the other in one process, each
 timed alone (CPU = user + sys of the process): the CSV blocks parsed into
-feature columns, tfx_bsl's encoder, the canonical re-serialization, the split
+feature columns, their encoding into serialized tf.Examples, the split
 assignment, the spill, the measure and plan, the dealing of records to shard
 pieces (uncompressed), GZIP's cost (the same pieces compressed, minus the
-uncompressed ones), and the merge of pieces into shards. Then
+uncompressed ones), and the merge of pieces into shards; then TFDV's
+statistics of the same columns, generator by generator, with ExampleGen's
+settings and with TFDV's defaults (see ``_statistics``). Then
 ``convert`` on the same table in a process of its own, for the whole
 conversion's CPU. With ``--compare REF`` the same runs on revision REF's code
 first (``revisions.checkout``). Not a test: it prints a table.
@@ -35,8 +37,7 @@ sys.path.insert(0, _HERE)
 LABEL = "label"
 STAGES = (
     ("parse", "CSV blocks read and parsed into feature columns (pyarrow)"),
-    ("encode", "tfx_bsl's encoder: columns to serialized tf.Examples"),
-    ("canonical", "each record re-serialized in one feature order"),
+    ("encode", "columns to serialized tf.Examples, features in one order"),
     ("split", "split assignment (one hash call per batch)"),
     ("spill", "spill files written (records, sample, index)"),
     ("plan", "splits measured and planned"),
@@ -68,8 +69,6 @@ class _Clock:
 
 def _converted(table: str, clock: _Clock):
     """The table's records through the converter's steps; returns (rows, spilled)."""
-    from tfx_bsl.coders import example_coder
-
     from tfrecord_pipelines.components.example_gen.csv_blocks import plan_blocks
     from tfrecord_pipelines.components.example_gen.record_encoding import ExampleEncoder
     from tfrecord_pipelines.components.example_gen.sources import SourceOptions, plan_source
@@ -80,28 +79,27 @@ def _converted(table: str, clock: _Clock):
     plan = plan_source("csv", table, "*", assigner=assigner, options=SourceOptions(LABEL))
     converter = plan.converter
     converter.setup()
-    raw, canonical = example_coder.RecordBatchToExamplesEncoder(), ExampleEncoder()
+    encoder = ExampleEncoder()
     spill = SpillWriter(os.path.join(tempfile.mkdtemp(), "spill"), "bench")
+    columns: dict[str, list] = {}
     rows = 0
     for block in (b for path in plan.files for b in plan_blocks(path, plan.block_bytes)):
         with clock.stage("parse"):
             data, _ = next(block.pieces())
             batch = converter._parse_columnar(data)  # noqa: SLF001 - the stage alone
         with clock.stage("encode"):
-            raw.encode(batch)
-        with clock.stage("canonical"):
-            records = canonical.encode(batch)
+            records = encoder.encode(batch)
         with clock.stage("split"):
             splits = list(assigner.assign(records, None, batch))
         with clock.stage("spill"):
             for split in splits:
                 spill.add(split.split, split.records)
+        for split in splits:
+            columns.setdefault(split.split, []).append(split.columns)
         rows += batch.num_rows
     with clock.stage("spill"):
         spilled = spill.close()
-    # The canonical encoder encodes too.
-    clock.seconds["canonical"] -= clock.seconds["encode"]
-    return rows, spilled
+    return rows, spilled, columns
 
 
 def _written(spilled, clock: _Clock) -> int:
@@ -137,13 +135,50 @@ def _written(spilled, clock: _Clock) -> int:
     return shard_bytes
 
 
+def _statistics(columns: dict[str, list]) -> dict[str, float]:
+    """CPU seconds of each TFDV generator on each split's columns, as ExampleGen feeds them.
+
+    The generators run in this process (``add_input`` on each batch, then
+    ``extract_output``), not in a Beam pipeline, so the figure is the
+    generator's own work. TFDV's top-k of strings is a Beam transform in
+    ExampleGen's pass; here its in-memory form (the sketch-based one TFDV
+    uses for in-memory statistics) stands for it. "ours" are ExampleGen's
+    settings (``statistics.stats_options``, the label's values counted);
+    "default" are ``tfdv.StatsOptions()``'s.
+    """
+    from tensorflow_data_validation.statistics import stats_impl
+
+    from tfrecord_pipelines.components.example_gen import statistics
+
+    settings = {
+        "ours": statistics.stats_options("csv", [LABEL]),
+        "default": statistics.tfdv.StatsOptions(),
+    }
+    seconds: dict[str, float] = {}
+    for setting, options in settings.items():
+        for generator in stats_impl.get_generators(options, in_memory=True):
+            name = f"{setting}: {type(generator).__name__}"
+            if isinstance(generator, statistics.ValueCounts):
+                name = f"{setting}: ValueCounts[{LABEL}]"
+            started = _cpu()
+            for batches in columns.values():
+                accumulator = generator.create_accumulator()
+                for batch in batches:
+                    accumulator = generator.add_input(accumulator, batch)
+                generator.extract_output(generator.compact(accumulator))
+            seconds[name] = seconds.get(name, 0.0) + _cpu() - started
+    return seconds
+
+
 def _child(table: str) -> None:
     clock = _Clock()
-    rows, spilled = _converted(table, clock)
+    rows, spilled, columns = _converted(table, clock)
     shard_bytes = _written(spilled, clock)
+    statistics = _statistics(columns)
     print(
         json.dumps(
-            {"rows": rows, "stages": clock.seconds, "shard_bytes": shard_bytes}
+            {"rows": rows, "stages": clock.seconds, "shard_bytes": shard_bytes,
+             "statistics": statistics}
         )
     )  # fmt: skip
 
@@ -183,6 +218,17 @@ def _print(results: dict[str, dict]) -> None:
         line(f"{stage}: {what}", [r["stages"].get(stage, 0.0) for r in results.values()])
     line("**sum of the stages**", [sum(r["stages"].values()) for r in results.values()])
     line("`convert`, whole process (imports included)", [r["convert"] for r in results.values()])
+    print("\nStatistics of the same columns, by generator, CPU µs per row:\n")
+    print("| generator | " + " | ".join(names) + " |")
+    print("| --- | " + " | ".join("---:" for _ in names) + " |")
+    generators = dict.fromkeys(g for r in results.values() for g in r.get("statistics", {}))
+    for generator in generators:
+        line(generator, [r.get("statistics", {}).get(generator, 0.0) for r in results.values()])
+    for setting in ("ours", "default"):
+        line(f"**{setting}, all generators**", [
+            sum(v for g, v in r.get("statistics", {}).items() if g.startswith(setting + ":"))
+            for r in results.values()
+        ])  # fmt: skip
     for name, result in results.items():
         print(f"{name}: shards {result['shard_bytes'] / 2**20:.1f} MiB")
 

@@ -1,11 +1,10 @@
 """Arrow columns → serialized tf.Examples, a whole batch at a time.
 
-tfx_bsl's C++ encoder turns a RecordBatch of list columns into serialized
-examples; it writes each example's features in hash-map order, which changes
-from process to process. Each record is re-serialized with protobuf's
-deterministic mode (about 1 us a record with the upb backend) so that a
-re-run writes byte-identical shards. A null (missing value) becomes an
-absent feature, not an empty one, as TFX's own readers and writers treat it.
+The feature columns ``as_feature_column`` makes are encoded column by column
+by ``example_wire``, in the bytes of protobuf's deterministic mode, so a
+re-run writes byte-identical shards. A null (missing value) becomes an absent
+feature, not an empty one, as TFX's own readers and writers treat it; a
+null inside a list never reaches the encoder (the sources quarantine it).
 """
 
 from __future__ import annotations
@@ -13,10 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import tensorflow as tf
-from tfx_bsl.coders import example_coder
 
 from tfrecord_pipelines.components.data_source.column_types import ColumnType
+from tfrecord_pipelines.components.example_gen import example_wire
 
 FEATURE_TYPES = {
     ColumnType.INT: pa.large_list(pa.int64()),
@@ -57,25 +55,9 @@ def first_values_as_text(column: pa.LargeListArray) -> np.ndarray:
 class ExampleEncoder:
     """Encodes RecordBatches of feature columns into canonical serialized tf.Examples."""
 
-    def __init__(self):
-        self._encoder = example_coder.RecordBatchToExamplesEncoder()
-
     def encode(self, batch: pa.RecordBatch) -> list[bytes]:
         """Returns one serialized tf.Example per row, the same bytes in every process."""
-        if batch.num_rows == 0:
-            return []
-        from_string = tf.train.Example.FromString
-        encoded = self._encoder.encode(batch)
-        records = [from_string(r).SerializeToString(deterministic=True) for r in encoded]
-        for row in _rows_with_nulls(batch):
-            example = from_string(encoded[row])
-            features = example.features.feature
-            for name in [n for n, f in features.items() if f.WhichOneof("kind") is None]:
-                del features[name]
-            records[row] = example.SerializeToString(deterministic=True)
-        return records
-
-
-def _rows_with_nulls(batch: pa.RecordBatch) -> np.ndarray:
-    nulls = [np.asarray(c.is_null(), dtype=bool) for c in batch.columns if c.null_count]
-    return np.flatnonzero(np.logical_or.reduce(nulls)) if nulls else np.empty(0, dtype=int)
+        problem = example_wire.unencodable(batch)
+        if problem:
+            raise ValueError(f"cannot encode the batch's feature columns: {problem}")
+        return example_wire.encode_examples(batch).to_pylist()
