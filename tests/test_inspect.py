@@ -6,6 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import tensorflow as tf
+import tensorflow_data_validation as tfdv
 
 from conftest import run_cli
 from example_data import write_csv
@@ -63,13 +64,15 @@ def test_convert_then_inspect_from_the_command_line(tmp_path):
     source = write_csv(tmp_path / "source", 3_000)
     converted = run_cli(
         "convert", str(source), str(tmp_path / "out"), "--shard-size", "32KiB",
-        "--label", "label", "--max-bad-fraction", "0.01",
+        "--label", "label", "--max-bad-fraction", "0.01", "--statistics",
         "--beam-arg=--direct_running_mode=in_memory",
     )  # fmt: skip
     assert converted.returncode == 0, converted.stderr[-2000:]
     assert "Read 3,004 records: wrote 3,000, quarantined 4" in converted.stdout
     assert "Split-train:" in converted.stdout and "Split-eval:" in converted.stdout
     assert f"Shard plan: {tmp_path / 'out' / 'shard_plan.json'}" in converted.stdout
+    statistics = tmp_path / "out" / "statistics"
+    assert f"Statistics: {statistics}/Split-<name>/FeatureStats.pb" in converted.stdout
     # The size set wins over the default floor of 10 readers, with nothing to say.
     plan = json.loads((tmp_path / "out" / "shard_plan.json").read_text())
     assert plan["num_readers"] is None
@@ -79,6 +82,9 @@ def test_convert_then_inspect_from_the_command_line(tmp_path):
         )
         assert split["planned_shards"] == by_size.num_shards != 10
         assert split["shards_adjusted"] == ""
+    for name, split in plan["splits"].items():
+        described = tfdv.load_stats_binary(str(statistics / f"Split-{name}" / "FeatureStats.pb"))
+        assert described.datasets[0].num_examples == split["records"]
     assert "(target " in converted.stdout and "raised" not in converted.stdout
     inspected = run_cli("inspect", str(tmp_path / "out" / "Split-train"))
     assert inspected.returncode == 0, inspected.stderr[-2000:]

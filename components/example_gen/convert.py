@@ -24,6 +24,7 @@ from tfrecord_pipelines.components.example_gen.shard_plan_report import (
 )
 
 QUARANTINE_DIR = "quarantine"
+STATISTICS_DIR = "statistics"
 
 
 def convert(
@@ -36,11 +37,14 @@ def convert(
     split_key: str | None = None,
     beam_pipeline_args: list[str] | None = None,
     overwrite: bool = False,
+    statistics: bool = False,
 ) -> ShardPlanReport:
     """Converts ``source`` (a file, a glob or a folder) into ``dest/Split-<name>/`` shards,
     as the component does, with the same ``settings``.
 
-    Writes ``dest/shard_plan.json`` and quarantined input to ``dest/quarantine/``.
+    Writes ``dest/shard_plan.json`` and quarantined input to ``dest/quarantine/``;
+    with ``statistics``, also each split's TFDV statistics, computed as the
+    component computes them, to ``dest/statistics/Split-<name>/FeatureStats.pb``.
     ``dest`` appears complete or not at all (``destination.fresh_destination``);
     one that already holds files is replaced only with ``overwrite``. The
     settings' format and CSV delimiter, when None, are found from the files.
@@ -79,7 +83,9 @@ def convert(
         **parameters,
     }
     with fresh_destination(dest, overwrite=overwrite, in_place=QUARANTINE_DIR) as working:
-        _run_executor(working, dest, exec_properties, schema_path, beam_pipeline_args or [])
+        _run_executor(
+            working, dest, exec_properties, schema_path, beam_pipeline_args or [], statistics
+        )
     return read_shard_plan(dest)
 
 
@@ -96,13 +102,23 @@ def _output_config(input_config, splits: Mapping[str, int] | None, split_key: st
 
 
 def _run_executor(
-    working: str, dest: str, exec_properties: dict, schema_path: str | None, beam_args: list
+    working: str,
+    dest: str,
+    exec_properties: dict,
+    schema_path: str | None,
+    beam_args: list,
+    statistics: bool,
 ) -> None:
     """Runs ShardedExampleGen's executor into ``working``, its quarantine into ``dest``."""
     quarantine = Quarantine()
     quarantine.uri = os.path.join(dest, QUARANTINE_DIR)
     examples = standard_artifacts.Examples()
     examples.uri = working
+    outputs = {keys.EXAMPLES_KEY: [examples], keys.QUARANTINE_KEY: [quarantine]}
+    if statistics:
+        described = standard_artifacts.ExampleStatistics()
+        described.uri = os.path.join(working, STATISTICS_DIR)
+        outputs[keys.STATISTICS_KEY] = [described]
     with tempfile.TemporaryDirectory() as tmp:
         input_dict = {}
         if schema_path:
@@ -114,8 +130,4 @@ def _run_executor(
         context = base_beam_executor.BaseBeamExecutor.Context(
             beam_pipeline_args=beam_args, tmp_dir=os.path.join(tmp, "beam")
         )
-        Executor(context).Do(
-            input_dict,
-            {keys.EXAMPLES_KEY: [examples], keys.QUARANTINE_KEY: [quarantine]},
-            exec_properties,
-        )
+        Executor(context).Do(input_dict, outputs, exec_properties)

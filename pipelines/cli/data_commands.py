@@ -63,6 +63,12 @@ def _add_convert_parser(commands) -> None:
         "(default: label; every record names its class in class_name)",
     )
     convert.add_argument("--schema", help="CSV: schema.pbtxt giving column types")
+    convert.add_argument(
+        "--statistics",
+        action="store_true",
+        help="also write each split's TFDV statistics, as the pipeline's ExampleGen does "
+        "(DEST/statistics/Split-<name>/FeatureStats.pb)",
+    )
     _add_split_arguments(convert)
     convert.add_argument(
         "--max-bad-fraction",
@@ -212,17 +218,18 @@ def _convert_and_report(args: argparse.Namespace, settings, arguments: dict) -> 
             **arguments,
             beam_pipeline_args=local_beam_args(args.beam_arg),
             overwrite=args.overwrite,
+            statistics=args.statistics,
         )
     except Exception as e:
         check_disk_full(e, dest)
         raise
-    _print_report(report, dest)
+    _print_report(report, dest, args.statistics)
 
 
-def _print_report(report, dest: str) -> None:
+def _print_report(report, dest: str, statistics: bool) -> None:
     """What a conversion wrote, split by split, and where its shard plan is."""
     from tfrecord_pipelines.components.data_source.image_folder import describe_skipped
-    from tfrecord_pipelines.components.example_gen.convert import QUARANTINE_DIR
+    from tfrecord_pipelines.components.example_gen.convert import QUARANTINE_DIR, STATISTICS_DIR
     from tfrecord_pipelines.components.example_gen.shard_plan_report import plan_path
     from tfrecord_pipelines.components.example_gen.split_sizing import describe_sizing
 
@@ -250,6 +257,8 @@ def _print_report(report, dest: str) -> None:
         if split.shards_adjusted:
             print(f"    {split.shards_adjusted}")
     print(f"Shard plan: {plan_path(dest)}")
+    if statistics:
+        print(f"Statistics: {os.path.join(dest, STATISTICS_DIR)}/Split-<name>/FeatureStats.pb")
 
 
 def run_inspect(args: argparse.Namespace) -> None:
