@@ -7,7 +7,9 @@ time (user + sys, its worker processes included) and peak memory are its own:
 - the bare chain, the ceiling (on the clean copy): pyarrow.csv reads 32 MiB blocks, tfx_bsl
   encodes them, one SipHash call per batch picks the split, TensorFlow's
   TFRecord writer writes (GZIP, and uncompressed), in one process, no Beam;
-- ShardedExampleGen (``convert``): GZIP, gzip:1, uncompressed, and GZIP on
+- ShardedExampleGen (``convert``): GZIP, gzip:1, uncompressed, GZIP with
+  TFDV's statistics of each split computed in the same pass (as the
+  pipeline's ExampleGen computes them: ``convert --statistics``), and GZIP on
   the DirectRunner's multi_processing mode with two workers;
 - TFX's CsvExampleGen (same in-process DirectRunner; it reads the clean copy:
   one malformed row fails its whole run);
@@ -61,6 +63,7 @@ CONVERTERS = {
     "bare chain, gzip": ("csv", "bare:gzip"),
     "bare chain, none": ("csv", "bare:none"),
     "ShardedExampleGen, gzip": ("csv", "sharded:gzip:1w"),
+    "ShardedExampleGen, gzip, statistics": ("csv", "described:gzip:1w"),
     "ShardedExampleGen, gzip:1": ("csv", "sharded:gzip:1:1w"),
     "ShardedExampleGen, none": ("csv", "sharded:none:1w"),
     "ShardedExampleGen, gzip, 2 workers": ("csv", "sharded:gzip:2w"),
@@ -189,6 +192,7 @@ def _convert(
     compression: str,
     beam_pipeline_args: list[str] | None = None,
     spark_master: str | None = None,
+    statistics: bool = False,
 ) -> dict:
     """Converts as the command line does: on Beam with ``beam_pipeline_args``, or on Spark's
     ``spark_master``."""
@@ -207,7 +211,10 @@ def _convert(
         engine="spark" if spark_master else "beam",
         spark=SparkOptions(master=spark_master),
     )
-    report = convert(source, dest, settings, overwrite=True, beam_pipeline_args=beam_pipeline_args)
+    report = convert(
+        source, dest, settings, overwrite=True, beam_pipeline_args=beam_pipeline_args,
+        statistics=statistics,
+    )  # fmt: skip
     return {
         "rows": report.records_written,
         "quarantined": report.quarantined_by_reason,
@@ -218,12 +225,18 @@ def _convert(
     }
 
 
-def _sharded(source: str, dest: str, source_format: str, compression: str, workers: str) -> dict:
+def _sharded(
+    source: str, dest: str, source_format: str, compression: str, workers: str,
+    statistics: bool = False,
+) -> dict:  # fmt: skip
     from tfrecord_pipelines.local.beam_args import local_beam_args
 
     # As convert passes them: TFX not packaged for workers that do not exist.
     beam_args = local_beam_args(TWO_WORKERS if workers == "2w" else IN_MEMORY)
-    return _convert(source, dest, source_format, compression, beam_pipeline_args=beam_args)
+    return _convert(
+        source, dest, source_format, compression, beam_pipeline_args=beam_args,
+        statistics=statistics,
+    )  # fmt: skip
 
 
 def _csv_example_gen(source: str, dest: str) -> int:
@@ -381,8 +394,11 @@ def _child(how: str, source: str, dest: str, source_format: str) -> None:
     started, cpu_started = time.monotonic(), _cpu_seconds()
     if kind == "bare":
         rows = _bare_chain(source, dest, rest[0])
-    elif kind == "sharded":
-        details = _sharded(source, dest, source_format, ":".join(rest[:-1]), rest[-1])
+    elif kind in ("sharded", "described"):
+        compression, workers = ":".join(rest[:-1]), rest[-1]
+        details = _sharded(
+            source, dest, source_format, compression, workers, statistics=kind == "described"
+        )
         rows = details.pop("rows")
     elif kind == "tfx":
         rows = _csv_example_gen(source, dest)
@@ -476,6 +492,8 @@ def _ratios(results: dict[str, dict]) -> None:
     for label, a, b, field in (
         ("CPU per row, ShardedExampleGen gzip / bare chain gzip", sharded,
          "bare chain, gzip", "cpu_per_row"),
+        ("CPU per row, ShardedExampleGen gzip with statistics / bare chain gzip (target <= 1.2)",
+         "ShardedExampleGen, gzip, statistics", "bare chain, gzip", "cpu_per_row"),
         ("CPU per row, ShardedExampleGen none / bare chain none", "ShardedExampleGen, none",
          "bare chain, none", "cpu_per_row"),
         ("rows/s, 2 workers / 1 worker (wall clock)", "ShardedExampleGen, gzip, 2 workers",
