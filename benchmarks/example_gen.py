@@ -27,11 +27,15 @@ is the largest of the process and its workers. Not a test: it prints a table
 of figures and ratios.
 
     .venv/bin/python benchmarks/example_gen.py --size-mb 1024 --work output/bench-example-gen
+
+``--table FOLDER`` converts a folder of CSV files instead (the CSV
+converters only), e.g. the 16-column table of ``pipeline_scale.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import random
@@ -153,7 +157,7 @@ def _bare_chain(source: str, dest: str, compression: str) -> int:
     from tfrecord_pipelines.components.example_gen.csv_source import ARROW_READ_TYPES as read_types
     from tfrecord_pipelines.components.example_gen.record_encoding import as_feature_column
 
-    path = os.path.join(source, "data.csv")
+    (path,) = glob.glob(os.path.join(source, "*.csv"))  # one file: the generated, or --table's
     header = read_header([path])
     types = infer_column_types([path], header)
     reader = pacsv.open_csv(
@@ -536,10 +540,18 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=5000, help="JPEGs to generate")
     parser.add_argument("--work", default="output/bench-example-gen", help="scratch folder")
     parser.add_argument(
+        "--table", metavar="FOLDER",
+        help="convert this folder of CSV files (a 'label' column, no planted bad rows) instead "
+        "of the generated CSV; only the CSV converters run",
+    )  # fmt: skip
+    parser.add_argument(
         "--only", action="append", choices=sorted(CONVERTERS), metavar="CONVERTER",
         help="run only these converters (repeatable; default: all)",
     )  # fmt: skip
     args = parser.parse_args()
+    if args.table:
+        _measure_all(args, {"clean": args.table, "csv": args.table}, planted=0)
+        return
 
     folders = {
         name: os.path.join(args.work, name) for name in ("clean", "csv", "parquet", "images")
@@ -557,10 +569,15 @@ def main() -> None:
         shutil.rmtree(folders["images"], ignore_errors=True)
         print(f"Generating {args.images:,} JPEGs ...", flush=True)
         _generate_images(folders["images"], args.images)
+    _measure_all(args, folders, planted=len(BAD_ROWS))
+
+
+def _measure_all(args: argparse.Namespace, folders: dict[str, str], planted: int) -> None:
+    """Runs each converter asked for whose input is in ``folders``; prints the tables."""
     inputs = {name: {"mb": _tree_bytes(folder) / 1e6} for name, folder in folders.items()}
     results = {}
     for name, (source, how) in CONVERTERS.items():
-        if args.only and name not in args.only:
+        if (args.only and name not in args.only) or source not in folders:
             continue
         # Neither TFX's CsvExampleGen nor the bare chain survives a malformed row.
         folder = folders["clean"] if how == "tfx" or how.startswith("bare") else folders[source]
@@ -578,7 +595,7 @@ def main() -> None:
     for name, r in results.items():
         if "shard_mib" in r and CONVERTERS[name][0] == "csv":
             print(f"{name}: shards (MiB, target 128) {r['shard_mib']}; quarantined "
-                  f"{r['quarantined']} ({len(BAD_ROWS)} rows planted)")  # fmt: skip
+                  f"{r['quarantined']} ({planted} rows planted)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -146,6 +146,8 @@ def _statistics(columns: dict[str, list]) -> dict[str, float]:
     settings (``statistics.stats_options``, the label's values counted);
     "default" are ``tfdv.StatsOptions()``'s.
     """
+    # TFDV's own list of generators for a StatsOptions (not public API: a
+    # benchmark, not shipped; it fails loudly if TFDV moves it).
     from tensorflow_data_validation.statistics import stats_impl
 
     from tfrecord_pipelines.components.example_gen import statistics
