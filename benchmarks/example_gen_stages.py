@@ -68,7 +68,10 @@ class _Clock:
 
 
 def _converted(table: str, clock: _Clock):
-    """The table's records through the converter's steps; returns (rows, spilled)."""
+    """The table's records through the converter's steps.
+
+    Returns (rows, spilled files, each split's feature column batches).
+    """
     from tfrecord_pipelines.components.example_gen.csv_blocks import plan_blocks
     from tfrecord_pipelines.components.example_gen.record_encoding import ExampleEncoder
     from tfrecord_pipelines.components.example_gen.sources import SourceOptions, plan_source
@@ -148,13 +151,14 @@ def _statistics(columns: dict[str, list]) -> dict[str, float]:
     """
     # TFDV's own list of generators for a StatsOptions (not public API: a
     # benchmark, not shipped; it fails loudly if TFDV moves it).
+    import tensorflow_data_validation as tfdv
     from tensorflow_data_validation.statistics import stats_impl
 
     from tfrecord_pipelines.components.example_gen import statistics
 
     settings = {
         "ours": statistics.stats_options("csv", [LABEL]),
-        "default": statistics.tfdv.StatsOptions(),
+        "default": tfdv.StatsOptions(),
     }
     seconds: dict[str, float] = {}
     for setting, options in settings.items():

@@ -92,6 +92,13 @@ def test_map_key_order_is_upbs():
     assert sorted(["a", "aB", "B", "a_b", ""], key=map_key_order) == ["B", "aB", "a_b", "a", ""]
 
 
+def test_a_null_outside_a_slice_is_not_the_slices():
+    column = pa.array([[1.0, None], [2.0], [3.0, 4.0]], pa.large_list(pa.float32()))
+    batch = pa.RecordBatch.from_pydict({"v": column}).slice(1)
+    assert unencodable(batch) is None
+    assert ExampleEncoder().encode(batch) == _protobuf_bytes(batch)
+
+
 def test_a_column_the_encoder_does_not_take_is_named():
     values = pa.array([[1.0, None]], pa.large_list(pa.float32()))
     nulls_inside = pa.RecordBatch.from_pydict({"v": values})

@@ -59,7 +59,7 @@ def unencodable(batch: pa.RecordBatch) -> str | None:
                 f"column {name!r} is {column.type}, not a large list of int64, float32"
                 " or large binary"
             )
-        if column.values.null_count:
+        if _values(column).null_count:
             return f"column {name!r} has a null value inside a list"
     return None
 
@@ -99,11 +99,10 @@ def _map_entries(key: bytes, column: pa.LargeListArray) -> tuple[list, np.ndarra
     """
     rows = len(column)
     offsets = np.asarray(column.offsets)
-    first = int(offsets[0])
-    offsets = offsets - first
+    offsets = offsets - offsets[0]
     counts = np.diff(offsets)
     value_type = column.type.value_type
-    values = column.values.slice(first, int(offsets[-1]))
+    values = _values(column)
     if value_type == _BINARY:
         body, body_lengths = _bytes_lists(values, offsets)
         list_parts, list_lengths = [], body_lengths
@@ -139,6 +138,13 @@ def _map_entries(key: bytes, column: pa.LargeListArray) -> tuple[list, np.ndarra
         valid,
     )
     return [header, body], _framed(entry_lengths, omit_empty=True)
+
+
+def _values(column: pa.LargeListArray) -> pa.Array:
+    """The values ``column``'s rows hold (a slice's ``values`` are its parent's)."""
+    offsets = column.offsets
+    first = offsets[0].as_py()
+    return column.values.slice(first, offsets[-1].as_py() - first)
 
 
 def _bytes_lists(values: pa.Array, offsets: np.ndarray) -> tuple[pa.Array, np.ndarray]:
