@@ -147,6 +147,7 @@ def _generate_images(folder: str, count: int) -> None:
 
 def _bare_chain(source: str, dest: str, compression: str) -> int:
     import numpy as np
+    import pyarrow as pa
     import pyarrow.csv as pacsv
     import tensorflow as tf
     from pandas.util import hash_array
@@ -157,25 +158,26 @@ def _bare_chain(source: str, dest: str, compression: str) -> int:
     from tfrecord_pipelines.components.example_gen.csv_source import ARROW_READ_TYPES as read_types
     from tfrecord_pipelines.components.example_gen.record_encoding import as_feature_column
 
-    (path,) = glob.glob(os.path.join(source, "*.csv"))  # one file: the generated, or --table's
-    header = read_header([path])
-    types = infer_column_types([path], header)
-    reader = pacsv.open_csv(
-        path,
-        read_options=pacsv.ReadOptions(block_size=32 * 2**20),
-        parse_options=pacsv.ParseOptions(invalid_row_handler=lambda row: "skip"),
-        convert_options=pacsv.ConvertOptions(
-            column_types={n: read_types[t] for n, t in types.items()}, null_values=[""]
-        ),
+    paths = sorted(glob.glob(os.path.join(source, "*.csv")))  # the generated, or --table's
+    header = read_header(paths)
+    types = infer_column_types(paths, header)
+    readers = (
+        pacsv.open_csv(
+            path,
+            read_options=pacsv.ReadOptions(block_size=32 * 2**20),
+            parse_options=pacsv.ParseOptions(invalid_row_handler=lambda row: "skip"),
+            convert_options=pacsv.ConvertOptions(
+                column_types={n: read_types[t] for n, t in types.items()}, null_values=[""]
+            ),
+        )
+        for path in paths
     )
     encoder = example_coder.RecordBatchToExamplesEncoder()
     options = tf.io.TFRecordOptions(compression_type="GZIP" if compression == "gzip" else "")
     os.makedirs(dest, exist_ok=True)
     writers = [tf.io.TFRecordWriter(os.path.join(dest, f"split-{i}"), options) for i in (0, 1)]
     rows = 0
-    for batch in reader:
-        import pyarrow as pa
-
+    for batch in (batch for reader in readers for batch in reader):
         columns = [as_feature_column(batch.column(n), types[n]) for n in header]
         records = encoder.encode(pa.RecordBatch.from_arrays(columns, names=header))
         values = np.empty(len(records), dtype=object)

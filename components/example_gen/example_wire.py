@@ -59,7 +59,7 @@ def unencodable(batch: pa.RecordBatch) -> str | None:
                 f"column {name!r} is {column.type}, not a large list of int64, float32"
                 " or large binary"
             )
-        if _values(column).null_count:
+        if _values(column)[0].null_count:
             return f"column {name!r} has a null value inside a list"
     return None
 
@@ -98,11 +98,9 @@ def _map_entries(key: bytes, column: pa.LargeListArray) -> tuple[list, np.ndarra
     A null row's entry is empty: the feature is absent.
     """
     rows = len(column)
-    offsets = np.asarray(column.offsets)
-    offsets = offsets - offsets[0]
+    values, offsets = _values(column)
     counts = np.diff(offsets)
     value_type = column.type.value_type
-    values = _values(column)
     if value_type == _BINARY:
         body, body_lengths = _bytes_lists(values, offsets)
         list_parts, list_lengths = [], body_lengths
@@ -118,7 +116,7 @@ def _map_entries(key: bytes, column: pa.LargeListArray) -> tuple[list, np.ndarra
         body = _binary_from(data, body_lengths)
         list_parts = [_Part(_FIELD_1, body_lengths, omit_empty=True)]
         list_lengths = _framed(body_lengths, omit_empty=True)
-    feature_lengths = 1 + _varint_lengths(list_lengths) + list_lengths
+    feature_lengths = _framed(list_lengths, omit_empty=False)
     key_part = _FIELD_1 + _varint_bytes(len(key)) + key + _FIELD_2
     entry_lengths = len(key_part) + _varint_lengths(feature_lengths) + feature_lengths
     valid = None
@@ -140,11 +138,13 @@ def _map_entries(key: bytes, column: pa.LargeListArray) -> tuple[list, np.ndarra
     return [header, body], _framed(entry_lengths, omit_empty=True)
 
 
-def _values(column: pa.LargeListArray) -> pa.Array:
-    """The values ``column``'s rows hold (a slice's ``values`` are its parent's)."""
-    offsets = column.offsets
-    first = offsets[0].as_py()
-    return column.values.slice(first, offsets[-1].as_py() - first)
+def _values(column: pa.LargeListArray) -> tuple[pa.Array, np.ndarray]:
+    """The values ``column``'s rows hold (a slice's ``values`` are its parent's), and
+    each row's offsets into them."""
+    offsets = np.asarray(column.offsets)
+    first = int(offsets[0])
+    offsets = offsets - first
+    return column.values.slice(first, int(offsets[-1])), offsets
 
 
 def _bytes_lists(values: pa.Array, offsets: np.ndarray) -> tuple[pa.Array, np.ndarray]:
@@ -178,8 +178,9 @@ def _header(rows: int, parts: list[_Part], valid: np.ndarray | None = None):
     A scalar when every row's header is the same bytes (a column of one
     float a row, say), which the join repeats without a copy of its own.
     """
-    constant = (p.lengths is None or p.lengths.min() == p.lengths.max() for p in parts)
-    if valid is None and all(constant):
+    if valid is None and all(
+        p.lengths is None or p.lengths.min() == p.lengths.max() for p in parts
+    ):
         constant = b"".join(
             b""
             if p.omit_empty and p.lengths is not None and p.lengths[0] == 0
