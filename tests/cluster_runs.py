@@ -24,11 +24,22 @@ What a pod of KFP open source gets, and nothing more, read in kubeflow/pipelines
   (component/launcher_v2.go:778-855, objectstore/object_store.go:111-144).
 - The volumes, secrets and variables its PlatformSpec and container spec name: a
   PersistentVolumeClaim the test's cluster holds at its mount path, a secret's keys
-  as variables. The container's own disk goes with the pod.
+  as variables. The container's own disk goes with the pod. KFP sets no fsGroup
+  (driver/k8s.go:721-790 sets runAsUser, runAsGroup and runAsNonRoot, and only when
+  an administrator or the PlatformSpec asks): a claim is as a new volume is, its
+  root folder owned by root with mode 0755 (``new_claim``), unless a Job of the
+  cluster's prepared it (``cluster_jobs``).
+
+Wherever the launcher fails a task, the harness fails it with the launcher's words
+(``launcher_rules``): an input or output URI it cannot parse, an upload outside the
+pipeline root's bucket, a metadata value ML Metadata cannot take. Outputs are
+recorded into a real ML Metadata store and read back for the next task as the
+driver reads them. A failed command's ``executor-logs`` are still uploaded
+(launcher_v2.go:449-456, 787-790).
 
 Stand-ins, each named: podman runs a pod's container (``--network host``, for the
-object stores on 127.0.0.1); the PVC is a folder of this machine; ML Metadata is the
-records this module keeps; every pod also gets ``cluster_environment``, which
+object stores on 127.0.0.1); the PVC is a folder of this machine; ML Metadata runs in
+memory; every pod also gets ``cluster_environment``, which
 points the clients at the emulators, as a cluster's network routes them to the
 real service. Scheduling (node selectors, tolerations, resources) is the
 cluster's and is not imitated: every task runs here, one at a time, in the DAG's
@@ -49,6 +60,16 @@ from pathlib import Path
 import yaml
 from google.protobuf import json_format, struct_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
+from launcher_rules import (
+    WORKSPACE_FLAG,
+    BucketConfig,
+    LauncherError,
+    MetadataStore,
+    check_input_buckets,
+    input_key,
+    merge_runtime_artifacts,
+    output_key,
+)
 
 from component_image import chown_for_the_image, podman
 
@@ -58,12 +79,17 @@ _LOG_OUTPUT = "executor-logs"
 
 
 class TaskFailed(RuntimeError):
-    """A task's command exited non-zero (its logs' tail is in the message)."""
+    """A task failed: its command exited non-zero, or the launcher refused it (the logs' or
+    the launcher's words are in the message)."""
 
-    def __init__(self, task: str, logs: str) -> None:
-        super().__init__(f"{task} failed:\n{logs[-4000:]}")
+    def __init__(self, task: str, logs: str, log_uri: str | None = None) -> None:
+        # Without faulthandler's list of extension modules, which would fill the tail.
+        shown = "\n".join(x for x in logs.splitlines() if not x.startswith("Extension modules:"))
+        super().__init__(f"{task} failed:\n{shown[-4000:]}")
         self.task = task
         self.logs = logs
+        # Where the launcher uploaded the executor's logs (a failed command's too).
+        self.log_uri = log_uri
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,8 +97,10 @@ class TaskRecord:
     """One task as the launcher ran it."""
 
     executor_input: pipeline_spec_pb2.ExecutorInput
-    # Each output as recorded in ML Metadata: name -> (uri, metadata).
+    # Each output as ML Metadata gives it back to a later task: name -> (uri, metadata).
     outputs: dict[str, tuple[str, dict]]
+    # Each output's ML Metadata id, by name.
+    output_ids: dict[str, int]
     logs: str
     # What the launcher copied into the pod before the command: each file's path in the pod
     # and bytes, and the seconds the copy took.
@@ -91,15 +119,21 @@ class ObjectStores:
     """The pipeline root's store and any other store an artifact's URI names, as the launcher
     reaches them: gs:// through fake-gcs-server, minio:// and s3:// through moto."""
 
-    def __init__(self, gcs_url: str | None = None, s3_url: str | None = None) -> None:
-        self._gcs_url, self._s3_url = gcs_url, s3_url
+    def __init__(
+        self,
+        gcs_url: str | None = None,
+        s3_url: str | None = None,
+        s3_keys: tuple[str, str] = ("testing", "testing"),
+    ) -> None:
+        # s3_keys: the launcher's own (its kfp-launcher config's or mlpipeline-minio-artifact's).
+        self._gcs_url, self._s3_url, self._s3_keys = gcs_url, s3_url, s3_keys
 
     def _s3(self):
         import boto3
 
         return boto3.client(
-            "s3", endpoint_url=self._s3_url, aws_access_key_id="testing",
-            aws_secret_access_key="testing", region_name="us-east-1",
+            "s3", endpoint_url=self._s3_url, aws_access_key_id=self._s3_keys[0],
+            aws_secret_access_key=self._s3_keys[1], region_name="us-east-1",
         )  # fmt: skip
 
     def _gcs_bucket(self, name: str):
@@ -173,14 +207,24 @@ class ObjectStores:
 
 @dataclasses.dataclass
 class Cluster:
-    """What the test's cluster holds: PVCs by claim name (a folder each), secrets by name
-    (key -> value), the variables every pod gets in place of the cluster's network routes,
-    and the object stores."""
+    """What the test's cluster holds: PVCs by claim name (a folder each, ``new_claim``),
+    secrets by name (key -> value), the variables every pod gets in place of the cluster's
+    network routes, the object stores, and ML Metadata (one store for all its runs)."""
 
     stores: ObjectStores
     claims: Mapping[str, Path] = dataclasses.field(default_factory=dict)
     secrets: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
     cluster_environment: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    metadata: MetadataStore = dataclasses.field(default_factory=MetadataStore)
+
+
+def new_claim(folder: Path) -> Path:
+    """A PersistentVolumeClaim's volume as a storage class makes it: its root folder owned by
+    root, mode 0755 (nothing in KFP's pod spec changes that: no fsGroup)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chown(folder, 0, 0)
+    folder.chmod(0o755)
+    return folder
 
 
 def local_path_for_uri(uri: str) -> str | None:
@@ -225,6 +269,7 @@ class _Run:
             .get("executors", {})
         )  # fmt: skip
         self.cluster = cluster
+        self.root = BucketConfig.of_pipeline_root(pipeline_root)
         run_id = uuid.uuid4().hex
         # metadata/client.go:420: the run's root under the pipeline root.
         self.run_root = f"{pipeline_root.rstrip('/')}/{self.spec['pipelineInfo']['name']}/{run_id}"
@@ -254,12 +299,11 @@ class _Run:
                 json_format.ParseDict(spec["defaultValue"], inputs.parameter_values[name])
         for name, spec in task.get("inputs", {}).get("artifacts", {}).items():
             source = spec["taskOutputArtifact"]
-            uri, metadata = self.records[source["producerTask"]].outputs[
+            artifact_id = self.records[source["producerTask"]].output_ids[
                 source["outputArtifactKey"]
             ]
-            artifact = inputs.artifacts[name].artifacts.add(name=name, uri=uri)
-            artifact.type.instance_schema = ""  # metadata/client.go:1144
-            artifact.metadata.CopyFrom(_struct(metadata))
+            # driver/resolve.go:1015, from ML Metadata: its id as its name, no type.
+            inputs.artifacts[name].artifacts.append(self.cluster.metadata.read(artifact_id))
         return inputs
 
     def _outputs(self, name: str, component: Mapping) -> pipeline_spec_pb2.ExecutorInput.Outputs:
@@ -286,7 +330,10 @@ class _Run:
         executor_input = pipeline_spec_pb2.ExecutorInput(
             inputs=self._inputs(task, component), outputs=self._outputs(name, component)
         )
-        staged = self._stage_inputs(executor_input, pod_disk)
+        try:
+            staged = self._stage_inputs(executor_input, pod_disk)
+        except LauncherError as e:
+            raise TaskFailed(name, str(e)) from None
         for artifact_list in executor_input.outputs.artifacts.values():
             for artifact in artifact_list.artifacts:  # launcher_v2.go:1280-1307
                 host = _on_pod_disk(pod_disk, local_path_for_uri(artifact.uri))
@@ -294,23 +341,43 @@ class _Run:
         _on_pod_disk(pod_disk, executor_input.outputs.output_file).parent.mkdir(
             parents=True, exist_ok=True
         )
+        # The image's /gcs, /minio and /s3 (its Dockerfile gives them to its user).
         chown_for_the_image(pod_disk)
-        mounts, secret_variables, logs = self._run_container(
+        mounts, secret_variables, logs, succeeded = self._run_container(
             name, label, container, executor_input, pod_disk
         )
-        outputs = self._upload_outputs(executor_input, pod_disk)
+        try:
+            recorded = self._upload_outputs(executor_input, pod_disk, succeeded)
+        except LauncherError as e:
+            raise TaskFailed(name, f"{logs}\n{e}") from None
+        if not succeeded:
+            log_id = recorded.get(_LOG_OUTPUT)
+            log_uri = self.cluster.metadata.read(log_id).uri if log_id else None
+            raise TaskFailed(name, logs, log_uri)
+        outputs = {key: self.cluster.metadata.as_dict(i) for key, i in recorded.items()}
         return TaskRecord(
-            executor_input, outputs, logs, *staged, tuple(mounts), tuple(secret_variables)
-        )
+            executor_input, outputs, recorded, logs, *staged, tuple(mounts),
+            tuple(secret_variables),
+        )  # fmt: skip
 
     def _stage_inputs(self, executor_input, pod_disk: Path) -> tuple[tuple, float]:
-        """component/launcher_v2.go:927-1003: every input artifact of a known scheme, whole."""
+        """downloadArtifacts (component/launcher_v2.go:927-1003): every input artifact of a
+        known scheme, whole, after every input's bucket is parsed (fetchNonDefaultBuckets).
+
+        Raises:
+          LauncherError: a URI the launcher cannot parse, in its words.
+        """
         start, staged = time.monotonic(), []
-        for artifact_list in executor_input.inputs.artifacts.values():
+        check_input_buckets(executor_input.inputs, self.root)
+        for name, artifact_list in executor_input.inputs.artifacts.items():
             for artifact in artifact_list.artifacts:
+                flag = artifact.metadata.fields.get(WORKSPACE_FLAG)
+                if flag is not None and flag.bool_value:
+                    continue  # launcher_v2.go:952-958: in the workspace already
                 local = local_path_for_uri(artifact.uri)
                 if local is None:
-                    continue  # launcher_v2.go:956-960: not a recognized storage URI
+                    continue  # launcher_v2.go:959-964: not a recognized storage URI
+                input_key(name, artifact.uri, self.root)
                 written = self.cluster.stores.download(artifact.uri, _on_pod_disk(pod_disk, local))
                 staged += [(f"/{p.relative_to(pod_disk).as_posix()}", n) for p, n in written]
         return tuple(staged), time.monotonic() - start
@@ -358,30 +425,42 @@ class _Run:
         log_uri = executor_input.outputs.artifacts[_LOG_OUTPUT].artifacts[0].uri
         log_file = _on_pod_disk(pod_disk, local_path_for_uri(log_uri))
         log_file.write_text(logs)
-        if ran.returncode != 0:
-            raise TaskFailed(name, logs)
-        return mounts, secret_variables, logs
+        return mounts, secret_variables, logs, ran.returncode == 0
 
-    def _upload_outputs(self, executor_input, pod_disk: Path) -> dict[str, tuple[str, dict]]:
-        """launcher_v2.go:778-855: each output merged with the executor output, then uploaded."""
-        output_file = _on_pod_disk(pod_disk, executor_input.outputs.output_file)
+    def _upload_outputs(self, executor_input, pod_disk: Path, succeeded: bool) -> dict[str, int]:
+        """uploadOutputArtifacts (launcher_v2.go:778-855): each output merged with the
+        executor output, uploaded under the pipeline root, and recorded in ML Metadata; after
+        a failed command, the executor's logs alone (launcher_v2.go:449-456, 787-790).
+
+        Returns:
+          Each recorded output's ML Metadata id, by name.
+
+        Raises:
+          LauncherError: an upload outside the root's bucket, a value ML Metadata refuses.
+        """
         written = pipeline_spec_pb2.ExecutorOutput()
-        if output_file.exists():  # launcher_v2.go:1213-1221: none is an empty output
+        output_file = _on_pod_disk(pod_disk, executor_input.outputs.output_file)
+        if succeeded and output_file.exists():  # launcher_v2.go:1213-1221: none is empty
             json_format.Parse(output_file.read_text(), written)
         recorded = {}
         for name, artifact_list in executor_input.outputs.artifacts.items():
+            if not succeeded and name != _LOG_OUTPUT:
+                continue
             artifact = pipeline_spec_pb2.RuntimeArtifact()
             artifact.CopyFrom(artifact_list.artifacts[0])
             if name != _LOG_OUTPUT and written.artifacts[name].artifacts:
-                produced = written.artifacts[name].artifacts[0]  # launcher_v2.go:1188-1205
-                if produced.uri:
-                    artifact.uri = produced.uri
-                for key, value in produced.metadata.fields.items():
-                    artifact.metadata.fields[key].CopyFrom(value)
+                merge_runtime_artifacts(written.artifacts[name].artifacts[0], artifact)
             local = local_path_for_uri(artifact.uri)
-            if local is not None and _on_pod_disk(pod_disk, local).exists():
-                self.cluster.stores.upload(_on_pod_disk(pod_disk, local), artifact.uri)
-            recorded[name] = (artifact.uri, json_format.MessageToDict(artifact.metadata))
+            if local is None:  # launcher_v2.go:811-818: not uploaded, recorded as it is
+                if name == _LOG_OUTPUT:
+                    continue
+            else:
+                output_key(name, artifact.uri, self.root)
+                if _on_pod_disk(pod_disk, local).exists():
+                    self.cluster.stores.upload(_on_pod_disk(pod_disk, local), artifact.uri)
+                elif name == _LOG_OUTPUT:  # launcher_v2.go:827-834
+                    continue
+            recorded[name] = self.cluster.metadata.record(name, artifact)
         return recorded
 
 

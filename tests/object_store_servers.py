@@ -9,6 +9,8 @@ emulator's bare host name, which the server routes only as its public host.
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import platform
 import re
 import subprocess
@@ -94,34 +96,72 @@ S3_TEST_KEYS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testin
 
 @contextlib.contextmanager
 def s3_server(buckets: Path) -> Iterator[str]:
-    """moto's S3 server holding ``buckets`` (one folder per bucket, its files the objects);
-    yields the URL."""
+    """moto's S3 server holding ``buckets`` (one folder per bucket, its files the objects),
+    taking any key; yields the URL."""
+    with _moto(buckets, None) as (url, _):
+        yield url
+
+
+# The IAM actions that make the user whose keys an authenticating moto takes
+# (authenticated_s3_server): CreateUser, PutUserPolicy, CreateAccessKey.
+_SETUP_ACTIONS = 3
+_ALL_OF_S3 = {"Version": "2012-10-17",
+              "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}  # fmt: skip
+
+
+@contextlib.contextmanager
+def authenticated_s3_server(buckets: Path) -> Iterator[tuple[str, tuple[str, str]]]:
+    """moto's S3 server holding ``buckets``, checking every request's key and signature as S3
+    and MinIO do (moto's INITIAL_NO_AUTH_ACTION_COUNT: its first actions make an IAM user
+    allowed all of S3). Yields the URL and that user's (access key id, secret key); any
+    other key is refused (InvalidAccessKeyId), and so is a wrong secret."""
+    with _moto(buckets, _SETUP_ACTIONS) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def _moto(buckets: Path, no_auth_actions: int | None) -> Iterator[tuple[str, tuple[str, str]]]:
     import boto3
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
+    region = S3_TEST_KEYS["AWS_DEFAULT_REGION"]
+    keys = (S3_TEST_KEYS["AWS_ACCESS_KEY_ID"], S3_TEST_KEYS["AWS_SECRET_ACCESS_KEY"])
+    environment = dict(os.environ)
+    if no_auth_actions is not None:
+        environment["INITIAL_NO_AUTH_ACTION_COUNT"] = str(no_auth_actions)
     with _serving([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                  f"{url}/moto-api/"):  # fmt: skip
-        client = boto3.client(
-            "s3", endpoint_url=url, aws_access_key_id=S3_TEST_KEYS["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=S3_TEST_KEYS["AWS_SECRET_ACCESS_KEY"],
-            region_name=S3_TEST_KEYS["AWS_DEFAULT_REGION"],
-        )  # fmt: skip
+                  f"{url}/moto-api/", environment=environment):  # fmt: skip
+        if no_auth_actions is not None:
+            iam = boto3.client("iam", endpoint_url=url, aws_access_key_id=keys[0],
+                               aws_secret_access_key=keys[1], region_name=region)  # fmt: skip
+            iam.create_user(UserName="kfp-launcher")
+            iam.put_user_policy(UserName="kfp-launcher", PolicyName="s3",
+                                PolicyDocument=json.dumps(_ALL_OF_S3))  # fmt: skip
+            made = iam.create_access_key(UserName="kfp-launcher")["AccessKey"]
+            keys = (made["AccessKeyId"], made["SecretAccessKey"])
+        client = boto3.client("s3", endpoint_url=url, aws_access_key_id=keys[0],
+                              aws_secret_access_key=keys[1], region_name=region)  # fmt: skip
         for bucket in sorted(p for p in buckets.iterdir() if p.is_dir()):
             client.create_bucket(Bucket=bucket.name)
             for path in sorted(p for p in bucket.rglob("*") if p.is_file()):
                 client.upload_file(str(path), bucket.name, path.relative_to(bucket).as_posix())
-        yield url
+        yield url, keys
 
 
 @contextlib.contextmanager
-def _serving(command: list[str], ready_url: str, log_path: Path | None = None) -> Iterator[None]:
-    """Runs ``command`` until the block ends, once ``ready_url`` answers; its log in
-    ``log_path`` when given."""
+def _serving(
+    command: list[str],
+    ready_url: str,
+    log_path: Path | None = None,
+    environment: dict[str, str] | None = None,
+) -> Iterator[None]:
+    """Runs ``command`` (in ``environment``, default this process's) until the block ends,
+    once ``ready_url`` answers; its log in ``log_path`` when given."""
     # A file, not a pipe: moto logs every request, and a full pipe would stall the server.
     opened = open(log_path, "w+b") if log_path else tempfile.TemporaryFile()  # noqa: SIM115
     with opened as log:
-        server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
+        server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=environment)
         try:
             deadline = time.monotonic() + 30
             while True:
