@@ -437,17 +437,27 @@ def test_every_task_that_keeps_the_daily_state_mounts_its_volume(tmp_path):
     assert {t for t, m in mounts.items() if f"events:{tmp_path}" in m} == {
         "ShardedExampleGen", "SpanWindow",
     }  # fmt: skip
-    # Every task reads earlier runs' artifacts from a MinIO pipeline root with KFP's Secret.
+    # Every task reads earlier runs' artifacts from a MinIO pipeline root with KFP's Secret,
+    # under the project's own names (issue 75, finding 5): the AWS SDKs' own would send the
+    # task's s3:// data in AWS to the pipeline root's store.
     for task, config in executors.items():
         [secret] = config["secretAsEnv"]
         assert secret["secretName"] == "mlpipeline-minio-artifact", task
         assert [k["envVar"] for k in secret["keyToEnv"]] == [
-            "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+            "TFRECORD_PIPELINES_ARTIFACT_ACCESS_KEY_ID",
+            "TFRECORD_PIPELINES_ARTIFACT_SECRET_ACCESS_KEY",
         ]  # fmt: skip
     spec = _pipeline_spec(output)
     for executor in spec["deploymentSpec"]["executors"].values():
         env = executor["container"]["env"]
-        assert env == [{"name": "AWS_ENDPOINT_URL", "value": "http://minio-service.kubeflow:9000"}]
+        # KFP 2.15 and later serve the store as seaweedfs (2.16 and later only so).
+        assert env == [
+            {
+                "name": "TFRECORD_PIPELINES_ARTIFACT_ENDPOINT",
+                "value": "http://seaweedfs.kubeflow:9000",
+            }
+        ]
+        assert not {v["name"] for v in env} & {"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"}
 
 
 def test_a_path_no_volume_holds_is_refused_naming_the_task(tmp_path):

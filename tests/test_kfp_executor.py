@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 
 import pytest
 from google.protobuf import json_format
@@ -101,7 +102,9 @@ def test_repair_rejects_an_untyped_input_the_spec_does_not_type():
         kfp_executor.repair_executor_input(_untyped_examples_input(), None, {})
 
 
-def test_launcher_local_paths_replace_s3_and_minio_uris_and_come_back():
+def test_launcher_local_paths_replace_gcs_s3_and_minio_uris_and_come_back():
+    # Issue 75, finding 6: the launcher uploads a gs:// output from /gcs/... as it does a
+    # minio:// one from /minio/... (launcher_v2.go:811-824, 1240-1241).
     executor_input = _untyped_examples_input(uri="minio://mlpipeline/v2/artifacts/run/gen/examples")
     executor_input.outputs.artifacts["quarantine"].artifacts[0].uri = "s3://bucket/run/quarantine"
     executor_input.outputs.artifacts["schema"].artifacts.add(uri="gs://bucket/run/schema")
@@ -114,10 +117,10 @@ def test_launcher_local_paths_replace_s3_and_minio_uris_and_come_back():
     assert executor_input.outputs.artifacts["quarantine"].artifacts[0].uri == (
         "/s3/bucket/run/quarantine"
     )
-    assert executor_input.outputs.artifacts["schema"].artifacts[0].uri == "gs://bucket/run/schema"
+    assert executor_input.outputs.artifacts["schema"].artifacts[0].uri == "/gcs/bucket/run/schema"
     executor_output = pipeline_spec_pb2.ExecutorOutput()
     executor_output.artifacts["quarantine"].artifacts.add(uri="/s3/bucket/run/quarantine")
-    executor_output.artifacts["schema"].artifacts.add(uri="gs://bucket/run/schema")
+    executor_output.artifacts["schema"].artifacts.add(uri="/gcs/bucket/run/schema")
     kfp_executor.restore_remote_uris(executor_output, local_to_remote)
     assert executor_output.artifacts["quarantine"].artifacts[0].uri == "s3://bucket/run/quarantine"
     assert executor_output.artifacts["schema"].artifacts[0].uri == "gs://bucket/run/schema"
@@ -286,3 +289,131 @@ def test_an_artifact_read_through_s3_is_named_as_kfp_names_it():
     assert remote_uri(f"{member.uri}/Split-train") == (
         "minio://mlpipeline/v2/artifacts/events/run-day1/ShardedExampleGen/examples/Split-train"
     )
+
+
+def _rerun_of_day_2(tmp_path) -> tuple[pipeline_spec_pb2.ExecutorInput, str]:
+    """ExampleGen's ExecutorInput on a re-run of day 2 with the pipeline root in MinIO, after
+    TFX's driver (span, version, fingerprint), and a daily state that recorded day 2's
+    conversion by the first run."""
+    from tfx.types import standard_artifacts
+
+    from tfrecord_pipelines.components.daily import conversion_reuse, daily_state
+
+    task = "minio://mlpipeline/v2/artifacts/events/run-again/ShardedExampleGen/0f3a"
+    outputs = {}
+    for name, title in (
+        ("examples", "tfx.Examples"),
+        ("statistics", "tfx.ExampleStatistics"),
+        ("quarantine", QUARANTINE_TITLE),
+    ):
+        metadata = {"span": 2, "version": 0, "input_fingerprint": "day-2 files"}
+        artifact = {"uri": f"{task}/{name}", "type": {"schemaTitle": title}, "metadata": metadata}
+        outputs[name] = {"artifacts": [artifact]}
+    executor_input = _executor_input(
+        {"outputs": {"artifacts": outputs, "outputFile": str(tmp_path / "output.json")}}
+    )
+    executor_input = kfp_executor.repair_executor_input(
+        executor_input, None, kfp_executor.project_artifact_class_paths()
+    )
+    first = "minio://mlpipeline/v2/artifacts/events/run-first/ShardedExampleGen/91c2"
+    examples = standard_artifacts.Examples()
+    examples.uri = f"{first}/examples"
+    examples.span, examples.version = 2, 0
+    examples.set_string_custom_property("input_fingerprint", "day-2 files")
+    examples.set_string_custom_property(
+        "conversion_key", conversion_reuse.conversion_key(executor_input)
+    )
+    statistics = standard_artifacts.ExampleStatistics()
+    statistics.uri = f"{first}/statistics"
+    state = str(tmp_path / "state")
+    daily_state.record_conversion(state, 2, 0, examples, statistics)
+    return executor_input, state
+
+
+def test_a_rerun_handing_on_a_conversion_names_its_outputs_by_their_uris(tmp_path):
+    # Issue 75, finding 1: the launcher records the executor output's URIs; a local copy's
+    # path (/minio/...) is no bucket, and every later task's launcher fails on it.
+    executor_input, state = _rerun_of_day_2(tmp_path)
+    given = {n: a.artifacts[0].uri for n, a in executor_input.outputs.artifacts.items()}
+    local_to_remote = kfp_executor.localize_artifact_uris(executor_input)
+    assert kfp_executor.hand_on_recorded_conversion(state, executor_input, local_to_remote)
+    written = json_format.Parse(
+        (tmp_path / "output.json").read_text(), pipeline_spec_pb2.ExecutorOutput()
+    )
+    handed = {n: a.artifacts[0].uri for n, a in written.artifacts.items()}
+    assert handed == given
+    [member] = json.loads(written.artifacts["examples"].artifacts[0].metadata["members"])
+    assert member["artifact"]["uri"].startswith("minio://mlpipeline/v2/artifacts/events/run-first/")
+
+
+def test_an_earlier_runs_artifact_in_s3_without_an_endpoint_is_read_with_the_pods_role():
+    # Issue 75, finding 5: an s3:// root in AWS, reached with the pod's role (no Secret, no
+    # endpoint), reads its earlier runs' artifacts as they are.
+    executor_input = _window_in_minio()
+    [reference] = executor_input.inputs.artifacts["examples"].artifacts
+    members = json.loads(reference.metadata.fields["members"].string_value)
+    members[0]["artifact"]["uri"] = "s3://pipelines/root/events/run-day1/ShardedExampleGen/examples"
+    reference.metadata.fields["members"].string_value = json.dumps(members)
+    kfp_executor.locate_inputs(executor_input, None)
+    [member] = executor_input.inputs.artifacts["examples"].artifacts
+    assert member.uri == "s3://pipelines/root/events/run-day1/ShardedExampleGen/examples"
+
+
+def test_the_pipeline_roots_store_is_applied_only_to_its_artifacts(monkeypatch):
+    from tfrecord_pipelines.components.storage import object_stores
+
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "S3_ENDPOINT", "AWS_ACCESS_KEY_ID",
+                 "AWS_SECRET_ACCESS_KEY"):  # fmt: skip
+        # Set, then removed: monkeypatch restores each as it was, set by the test or not.
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(object_stores, "_configure_s3", lambda: None)
+    monkeypatch.setenv(object_stores.ARTIFACT_ENDPOINT, "http://seaweedfs.kubeflow:9000")
+    monkeypatch.setenv(object_stores.ARTIFACT_KEYS[0], "minio-key")
+    monkeypatch.setenv(object_stores.ARTIFACT_KEYS[1], "minio-secret")
+    # Given to the pod, the store touches none of the AWS SDKs' settings until a task reads
+    # an earlier run's artifact from it.
+    object_stores.configure([])
+    assert object_stores.s3_endpoint() is None
+    executor_input = _window_in_minio()
+    kfp_executor.locate_inputs(executor_input, object_stores.artifact_store_endpoint())
+    assert object_stores.s3_endpoint() == "http://seaweedfs.kubeflow:9000"
+    assert os.environ["AWS_ACCESS_KEY_ID"] == "minio-key"
+
+
+def test_a_task_given_s3_of_its_own_and_the_roots_store_is_refused_in_one_line(monkeypatch):
+    from tfrecord_pipelines.components.storage import object_stores
+
+    monkeypatch.setattr(object_stores, "_configure_s3", lambda: None)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "https://s3.eu-west-1.amazonaws.com")
+    monkeypatch.setenv(object_stores.ARTIFACT_ENDPOINT, "http://seaweedfs.kubeflow:9000")
+    with pytest.raises(ValueError, match="reaches one store per process") as raised:
+        kfp_executor.locate_inputs(_window_in_minio(), object_stores.artifact_store_endpoint())
+    assert "\n" not in str(raised.value)
+
+
+def test_an_earlier_runs_model_is_copied_where_the_launcher_stages_models(monkeypatch):
+    # TensorFlow's checkpoint reader dies on the modular GCS file system: the warm start's
+    # base model, read whole, is copied to the pod's /gcs as the launcher copies models.
+    from tfx.types import standard_artifacts
+
+    from tfrecord_pipelines.components.storage import filesystem
+
+    copied = []
+    monkeypatch.setattr(filesystem, "copy_tree", lambda source, to: copied.append((source, to)))
+    model = standard_artifacts.Model()
+    model.uri = "gs://kfp/v2/artifacts/events/run-day1/Trainer/5e1/model"
+    reference = {
+        "name": "52",
+        "type": {"schemaTitle": "tfx.types.standard_artifacts.Model"},
+        "uri": "gs://kfp/v2/artifacts/events/run-day2/SpanWindow/8a0/base_model",
+        "metadata": {"members": json.dumps([model.to_json_dict()])},
+    }
+    executor_input = _executor_input(
+        {"inputs": {"artifacts": {"base_model": {"artifacts": [reference]}}}}
+    )
+    kfp_executor.locate_inputs(executor_input, None)
+    [member] = executor_input.inputs.artifacts["base_model"].artifacts
+    local = "/gcs/kfp/v2/artifacts/events/run-day1/Trainer/5e1/model"
+    assert copied == [(model.uri, local)]
+    assert member.uri == local

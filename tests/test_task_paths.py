@@ -77,7 +77,14 @@ def test_a_path_no_volume_holds_is_named_with_its_task():
 def test_the_artifact_secret_names_its_entries(secret, keys):
     access = ArtifactStoreAccess.parse(secret, "http://minio-service.kubeflow:9000")
     assert access.secret_env().key_to_env == tuple(
-        zip(keys, ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"), strict=True)
+        zip(
+            keys,
+            (
+                "TFRECORD_PIPELINES_ARTIFACT_ACCESS_KEY_ID",
+                "TFRECORD_PIPELINES_ARTIFACT_SECRET_ACCESS_KEY",
+            ),
+            strict=True,
+        )
     )
 
 

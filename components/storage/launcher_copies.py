@@ -11,11 +11,13 @@ is read from its store.
 
 from __future__ import annotations
 
-# Remote URI prefix -> the launcher's local path prefix.
+# Remote URI prefix -> the launcher's local path prefix. A task reads its staged inputs and
+# writes its outputs there, as the launcher means them, gs:// as much as minio:// and s3://:
+# the launcher uploads the local path of an output's URI after the command
+# (launcher_v2.go:811-824), so anything written to the URI itself is overwritten or missed.
 LOCAL_PREFIXES = {"gs://": "/gcs/", "minio://": "/minio/", "s3://": "/s3/"}
-# The prefixes TensorFlow cannot open without tensorflow-io's S3 plugin; the task reads the
-# launcher's copy of them (gs:// is read and written directly).
-STAGED_PREFIXES = {r: local for r, local in LOCAL_PREFIXES.items() if r != "gs://"}
+# The prefixes TensorFlow reaches only through tensorflow-io's S3 plugin.
+_S3_PREFIXES = ("minio://", "s3://")
 # MinIO speaks S3: what minio:// names, s3:// reaches through the S3 endpoint.
 _MINIO, _S3 = "minio://", "s3://"
 # The URIs this process reads earlier runs' artifacts by (``unstaged_uri``'s), and the ones
@@ -25,8 +27,8 @@ _READ_AS: dict[str, str] = {}
 
 
 def local_copy(uri: str) -> str | None:
-    """The launcher's local copy of an s3:// or minio:// URI; None for any other."""
-    for remote, local in STAGED_PREFIXES.items():
+    """The launcher's local copy of a gs://, s3:// or minio:// URI; None for any other."""
+    for remote, local in LOCAL_PREFIXES.items():
         if uri.startswith(remote):
             return local + uri[len(remote) :]
     return None
@@ -46,13 +48,16 @@ def remote_uri(path: str) -> str:
 
 def unstaged_uri(uri: str, s3_endpoint: str | None) -> str:
     """Where a task reads an artifact the launcher did not stage: gs:// as it is; minio://
-    and s3:// through the S3 endpoint (``AWS_ENDPOINT_URL``), as s3://.
+    and s3:// through the pipeline root's store's S3 endpoint, as s3://; s3:// without one
+    with the pod's own S3 settings (in AWS, its role).
 
     Raises:
-      ValueError: a minio:// or s3:// URI and no S3 endpoint, in one line.
+      ValueError: a minio:// URI and no S3 endpoint, in one line.
     """
     uri = remote_uri(uri)
-    if not any(uri.startswith(p) for p in STAGED_PREFIXES):
+    if not uri.startswith(_S3_PREFIXES):
+        return uri
+    if not s3_endpoint and uri.startswith(_S3):
         return uri
     if not s3_endpoint:
         raise ValueError(

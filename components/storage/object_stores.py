@@ -68,6 +68,16 @@ AWS_ENDPOINTS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 # tensorflow-io's S3 plugin's own endpoint variable (a URL, as the SDKs' are).
 S3_ENDPOINT = "S3_ENDPOINT"
 S3_SCHEME = "s3://"
+# The pipeline root's store, which a task reads earlier runs' artifacts from (compile's
+# --artifact-endpoint and --artifact-secret), under names of this project's own: given as
+# the AWS SDKs' variables, they would send the task's own s3:// data (in AWS, read with the
+# pod's role) to the pipeline root's store. ``read_artifact_store`` applies them.
+ARTIFACT_ENDPOINT = "TFRECORD_PIPELINES_ARTIFACT_ENDPOINT"
+ARTIFACT_KEYS = (
+    "TFRECORD_PIPELINES_ARTIFACT_ACCESS_KEY_ID",
+    "TFRECORD_PIPELINES_ARTIFACT_SECRET_ACCESS_KEY",
+)
+_AWS_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 # The status a process given S3 ends with, when recorded (exit_status); unrecorded, 1 after
 # an uncaught exception and 0 otherwise, as Python's own exit would give.
 _exit_status: int | None = None
@@ -91,7 +101,9 @@ def configure(argv: Sequence[str] = ()) -> None:
     """
     if gcs_emulator() is not None:
         _configure_gcs()
-    if any(S3_SCHEME in arg for arg in argv) or _first_set(S3_ENDPOINT, *AWS_ENDPOINTS):
+    if any(S3_SCHEME in arg for arg in argv) or _first_set(
+        S3_ENDPOINT, *AWS_ENDPOINTS, ARTIFACT_ENDPOINT
+    ):
         _configure_s3()
 
 
@@ -136,6 +148,43 @@ def _configure_gcs() -> None:
 def s3_endpoint() -> str | None:
     """The S3 endpoint the environment names (the SDKs' variables, then the plugin's), or None."""
     return _first_set(*AWS_ENDPOINTS, S3_ENDPOINT)
+
+
+def artifact_store_endpoint() -> str | None:
+    """The pipeline root's store's S3 endpoint this task is given, or None."""
+    return os.environ.get(ARTIFACT_ENDPOINT) or None
+
+
+def read_artifact_store() -> None:
+    """Points TensorFlow's S3 file system at the pipeline root's store, with its keys, for the
+    earlier runs' artifacts this process reads; without an endpoint, leaves the pod's own S3
+    settings (the AWS SDKs' defaults: its role) as they are.
+
+    Raises:
+      ValueError: in one line, when the process is given other S3 settings of its own:
+        TensorFlow's S3 file system reaches one endpoint with one key per process.
+    """
+    endpoint = artifact_store_endpoint()
+    if endpoint is None:
+        return
+    own = _first_set(*AWS_ENDPOINTS, S3_ENDPOINT)
+    settings = [(S3_ENDPOINT, endpoint)] + [
+        (aws, os.environ[scoped])
+        for scoped, aws in zip(ARTIFACT_KEYS, _AWS_KEYS, strict=True)
+        if os.environ.get(scoped)
+    ]
+    clashes = [name for name, value in settings if os.environ.get(name, value) != value] + (
+        [ARTIFACT_ENDPOINT] if own not in (None, endpoint) else []
+    )
+    if clashes:
+        raise ValueError(
+            f"This task reads earlier runs' artifacts from the pipeline root's store "
+            f"({endpoint}) and is given S3 settings of its own ({', '.join(sorted(clashes))} "
+            "differ): TensorFlow's S3 file system reaches one store per process; keep the "
+            "task's s3:// paths in the pipeline root's store, or use a gs:// or volume path"
+        )
+    os.environ.update(settings)
+    _configure_s3()
 
 
 def _first_set(*names: str) -> str | None:

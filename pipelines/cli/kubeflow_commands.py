@@ -25,6 +25,7 @@ from tfrecord_pipelines.kubeflow.artifact_store import (
     DEFAULT_ENDPOINT as DEFAULT_ARTIFACT_ENDPOINT,
 )
 from tfrecord_pipelines.kubeflow.artifact_store import DEFAULT_SECRET as DEFAULT_ARTIFACT_SECRET
+from tfrecord_pipelines.kubeflow.artifact_store import MINIO_ENDPOINT as MINIO_ARTIFACT_ENDPOINT
 
 # Where the image holds the project (docker/Dockerfile's WORKDIR), the bundled schemas and
 # the bundled data.
@@ -197,8 +198,8 @@ def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
         "--artifact-endpoint",
         default=DEFAULT_ARTIFACT_ENDPOINT,
         help="with --window: the S3 endpoint of that pipeline root's store (default: "
-        f"{DEFAULT_ARTIFACT_ENDPOINT}, KFP 2.4-2.14's MinIO; 2.15 and later: "
-        "http://seaweedfs.kubeflow:9000)",
+        f"{DEFAULT_ARTIFACT_ENDPOINT}, KFP 2.15 and later; KFP 2.4-2.14: "
+        f"{MINIO_ARTIFACT_ENDPOINT})",
     )
 
 

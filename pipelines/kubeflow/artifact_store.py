@@ -1,29 +1,34 @@
 """What a pod needs to read earlier runs' artifacts from the pipeline root's store.
 
 The daily pipeline's tasks read artifacts of earlier runs (SpanWindow's members),
-which KFP's launcher does not stage. With the pipeline root in MinIO (KFP's
-default, ``minio://mlpipeline/v2/artifacts``) a task reads them itself, through
-S3, with the credentials KFP's own launcher uses: the ``mlpipeline-minio-artifact``
-Secret's ``accesskey`` and ``secretkey`` (backend/src/v2/config/env.go:41-44),
-given to the pod as the AWS SDKs' variables, and the store's endpoint; or those
-of the Secret the namespace's ``kfp-launcher`` ConfigMap names (k8s/).
+which KFP's launcher does not stage. With the pipeline root in MinIO or SeaweedFS
+(KFP's default, ``minio://mlpipeline/v2/artifacts``) a task reads them itself,
+through S3, with the credentials KFP's own launcher uses: the
+``mlpipeline-minio-artifact`` Secret's ``accesskey`` and ``secretkey``
+(backend/src/v2/config/env.go:41-44), and the store's endpoint; or those of the
+Secret the namespace's ``kfp-launcher`` ConfigMap names (k8s/). They reach the pod
+under the project's own names (``object_stores.ARTIFACT_ENDPOINT``,
+``ARTIFACT_KEYS``), which only the reading of those artifacts applies: the AWS
+SDKs' own names would send the task's other s3:// paths to the pipeline root's
+store. An ``s3://`` root in AWS read with the pod's own role needs neither
+(``compile --artifact-secret none``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from tfrecord_pipelines.components.storage.object_stores import AWS_ENDPOINTS
+from tfrecord_pipelines.components.storage.object_stores import ARTIFACT_ENDPOINT, ARTIFACT_KEYS
 
 DEFAULT_SECRET = "mlpipeline-minio-artifact"
 # The Secret's keys of KFP's own Secret: the access key's, the secret key's.
 DEFAULT_KEYS = ("accesskey", "secretkey")
-# The AWS SDKs' variables the two keys are given as.
-_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
-# KFP 2.4-2.14's MinIO Service (2.15 and later: http://seaweedfs.kubeflow:9000).
-DEFAULT_ENDPOINT = "http://minio-service.kubeflow:9000"
-# The AWS SDKs' general endpoint variable, which object_stores reads too.
-ENDPOINT_VARIABLE = AWS_ENDPOINTS[-1]
+# KFP's object store Service since 2.15 (SeaweedFS; the launcher's own default from 2.16,
+# objectstore/config.go:29). KFP 2.4-2.14 serve MinIO at http://minio-service.kubeflow:9000,
+# which 2.15 still serves as an alias and 2.16 no longer does.
+DEFAULT_ENDPOINT = "http://seaweedfs.kubeflow:9000"
+# KFP 2.4-2.15's MinIO Service, for older clusters.
+MINIO_ENDPOINT = "http://minio-service.kubeflow:9000"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,8 +63,8 @@ class ArtifactStoreAccess:
         """The Secret's keys as the pod's variables (a platform_spec.SecretEnv)."""
         from tfrecord_pipelines.kubeflow.platform_spec import SecretEnv
 
-        return SecretEnv(self.secret, tuple(zip(self.keys, _VARIABLES, strict=True)))
+        return SecretEnv(self.secret, tuple(zip(self.keys, ARTIFACT_KEYS, strict=True)))
 
     def environment(self) -> dict[str, str]:
         """The variables every container gets."""
-        return {ENDPOINT_VARIABLE: self.endpoint}
+        return {ARTIFACT_ENDPOINT: self.endpoint}

@@ -21,18 +21,20 @@ entry point in the same process:
   first, as on Vertex AI: it resolves ``{SPAN}``/``{VERSION}`` patterns and sets
   span, version and input fingerprint.
 - The KFP launcher downloads input artifacts to, and uploads output artifacts
-  from, local paths (``launcher_copies``): ``s3://b/k`` is ``/s3/b/k`` and
-  ``minio://b/k`` is ``/minio/b/k``. Their URIs are pointed at the local paths
-  while the executor runs, and the executor output names the remote URIs
-  again, as the launcher records them. ``gs://`` stays remote: TensorFlow
-  reads and writes it directly.
+  from, local paths (``launcher_copies``): ``gs://b/k`` is ``/gcs/b/k``,
+  ``s3://b/k`` is ``/s3/b/k`` and ``minio://b/k`` is ``/minio/b/k``. Their URIs
+  are pointed at the local paths while the executor runs, and the executor
+  output names the remote URIs again, as the launcher records them.
 - The backend hands a task one artifact per input. SpanWindow's outputs
   (a window of spans, and an earlier run's statistics, model or analyzer
   cache, each of which may be none) stand for 0 or more artifacts
   (``keys.MEMBERS_PROPERTY``): the task that reads one gets those artifacts,
   which the launcher did not stage. They are read from their store: gs://
-  directly, minio:// and s3:// as s3:// through the S3 endpoint the pod is
-  given (``compile --artifact-endpoint``, with ``--artifact-secret``'s keys).
+  directly, minio:// and s3:// as s3:// through the pipeline root's store's
+  endpoint the pod is given (``compile --artifact-endpoint``, with
+  ``--artifact-secret``'s keys, under names of the project's own so that the
+  task's own s3:// data is read from its own store), s3:// without one with
+  the pod's own role.
 - In the daily pipeline, ExampleGen's entry point gets the daily state
   (``--daily_state_dir``): a span whose files and settings an earlier run
   converted is handed on, not converted again (``conversion_reuse``).
@@ -150,21 +152,28 @@ def expand_members(
 
     The launcher staged the reference, not the artifacts it stands for: each is read
     from its store (``launcher_copies.unstaged_uri``), minio:// and s3:// through
-    ``s3_endpoint``.
+    ``s3_endpoint``. A model (the base model, the baseline) is copied whole to where the
+    launcher would have staged it (``/gcs/...``, ``/minio/...``), as the launcher copies
+    the run's own model: it is read whole and is small beside the data, and TensorFlow's
+    checkpoint reader dies of a segmentation fault on the modular GCS file system.
 
     Raises:
-      ValueError: a member in minio:// or s3:// and no ``s3_endpoint``, in one line.
+      ValueError: a member in minio:// and no ``s3_endpoint``, or S3 settings of the task's
+        own besides the pipeline root's store (``object_stores.read_artifact_store``), in
+        one line.
     """
     from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils
+    from tfx.types import standard_artifacts
     from tfx.types.artifact import Artifact
 
-    for artifact_list in executor_input.inputs.artifacts.values():
+    models, expanded_lists = [], {}
+    for name, artifact_list in executor_input.inputs.artifacts.items():
         references = [
             a for a in artifact_list.artifacts if keys.MEMBERS_PROPERTY in a.metadata.fields
         ]
         if not references:
             continue
-        expanded = []
+        expanded = expanded_lists[name] = []
         for reference in references:
             for member_json in json.loads(
                 reference.metadata.fields[keys.MEMBERS_PROPERTY].string_value
@@ -174,14 +183,26 @@ def expand_members(
                     member, {member.id: f"{reference.name}/{len(expanded)}"}
                 )
                 runtime.type.CopyFrom(reference.type)
-                runtime.uri = launcher_copies.unstaged_uri(runtime.uri, s3_endpoint)
+                stored = runtime.uri
+                runtime.uri = launcher_copies.unstaged_uri(stored, s3_endpoint)
                 expanded.append(runtime)
-        del artifact_list.artifacts[:]
-        artifact_list.artifacts.extend(expanded)
+                if member.type_name == standard_artifacts.Model.TYPE_NAME:
+                    models.append((runtime, launcher_copies.local_copy(stored)))
+    members = [a for expanded in expanded_lists.values() for a in expanded]
+    if s3_endpoint and any(a.uri.startswith("s3://") for a in members):
+        object_stores.read_artifact_store()
+    for runtime, local in models:
+        if local is not None:
+            filesystem.copy_tree(runtime.uri, local)
+            runtime.uri = local
+    for name, expanded in expanded_lists.items():
+        # extend copies the messages: after their URIs are final.
+        del executor_input.inputs.artifacts[name].artifacts[:]
+        executor_input.inputs.artifacts[name].artifacts.extend(expanded)
 
 
 def localize_artifact_uris(executor_input: pipeline_spec_pb2.ExecutorInput) -> dict[str, str]:
-    """Points s3:// and minio:// artifact URIs at the launcher's local copies, in place.
+    """Points gs://, s3:// and minio:// artifact URIs at the launcher's local copies, in place.
 
     Args:
       executor_input: the ExecutorInput to rewrite.
@@ -371,13 +392,13 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
     executor_input = repair_executor_input(
         executor_input, inputs_spec, project_artifact_class_paths()
     )
-    local_to_remote = locate_inputs(executor_input, object_stores.s3_endpoint())
+    local_to_remote = locate_inputs(executor_input, object_stores.artifact_store_endpoint())
     _make_local_output_dirs(executor_input)
     if _is_file_based_example_gen(args.executor_class_path, executor_input):
         _run_example_gen_driver(executor_input, args.json_serialized_inputs_spec_args)
         # Only the daily pipeline's ExampleGen has it (not the KFP components' entry point).
         state_dir = getattr(args, DAILY_STATE_FLAG, None)
-        if state_dir and conversion_reuse.reused(state_dir, executor_input):
+        if state_dir and hand_on_recorded_conversion(state_dir, executor_input, local_to_remote):
             return
 
     repaired_args = argparse.Namespace(
@@ -397,14 +418,37 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
         if _type_title(artifact.type) in ui_class_paths
     }
     if local_to_remote or ui_outputs:
-        output_file = executor_input.outputs.output_file
-        executor_output = pipeline_spec_pb2.ExecutorOutput()
-        with filesystem.open_file(output_file, "r") as f:
-            json_format.Parse(f.read(), executor_output, ignore_unknown_fields=True)
-        restore_remote_uris(executor_output, local_to_remote)
-        drop_tfx_version_from_ui_outputs(executor_output, ui_outputs)
-        with filesystem.open_file(output_file, "w") as f:
-            f.write(json_format.MessageToJson(executor_output))
+        _finish_executor_output(executor_input.outputs.output_file, local_to_remote, ui_outputs)
+
+
+def hand_on_recorded_conversion(
+    state_dir: str,
+    executor_input: pipeline_spec_pb2.ExecutorInput,
+    local_to_remote: Mapping[str, str],
+) -> bool:
+    """Hands on the daily state's conversion of this span, files and settings, if it holds
+    one (``conversion_reuse.reused``), with the remote URIs in the executor output: the
+    launcher records the URIs it finds there, and fails every later task on a local path
+    (``/minio/...``) it cannot parse into a bucket. Returns whether it did.
+    """
+    if not conversion_reuse.reused(state_dir, executor_input):
+        return False
+    _finish_executor_output(executor_input.outputs.output_file, local_to_remote, set())
+    return True
+
+
+def _finish_executor_output(
+    output_file: str, local_to_remote: Mapping[str, str], ui_outputs: set[str]
+) -> None:
+    """Puts the remote URIs back and drops TFX's version from the UI's outputs, in the
+    executor output file."""
+    executor_output = pipeline_spec_pb2.ExecutorOutput()
+    with filesystem.open_file(output_file, "r") as f:
+        json_format.Parse(f.read(), executor_output, ignore_unknown_fields=True)
+    restore_remote_uris(executor_output, local_to_remote)
+    drop_tfx_version_from_ui_outputs(executor_output, ui_outputs)
+    with filesystem.open_file(output_file, "w") as f:
+        f.write(json_format.MessageToJson(executor_output))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
