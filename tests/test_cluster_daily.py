@@ -8,15 +8,16 @@ after (a contract test of the launcher's staging rules; the rules and their
 lines are in that module). Two clusters:
 
 - KFP's defaults: the pipeline root in MinIO (``minio://mlpipeline/v2/artifacts``,
-  moto's S3 server standing in), the serving folder and the daily state on the
-  serving PVC (``/pipeline/serving_model``), the tasks given KFP's
-  ``mlpipeline-minio-artifact`` Secret; three days, then day 2 again.
-- No volume: the serving folder and the daily state in a GCS bucket
-  (fake-gcs-server), the pipeline root in MinIO.
+  moto's S3 server standing in, checking every request's key as MinIO does), the
+  serving folder and the daily state on the serving PVC (``/pipeline/serving_model``),
+  a new volume owned by root until k8s/'s Job gives it to the image's user, the tasks
+  given KFP's ``mlpipeline-minio-artifact`` Secret.
+- No volume: the pipeline root, the serving folder and the daily state in GCS
+  (fake-gcs-server), handled as the launcher handles a ``gs://`` root: each task's
+  artifacts copied to and from ``/gcs/...``.
 
-A pipeline root in ``gs://`` is not run here: TensorFlow's GCS file system makes
-folder objects through GCS's XML API, which fake-gcs-server does not serve
-("invalid uploadType" from SchemaGen's first write; fsouza/fake-gcs-server#331).
+Each cluster runs three days, then day 3 again: the re-run hands on day 3's
+conversion, and its later tasks read it.
 
 The data is in ``gs://events/day-{SPAN}/`` for both and for the local runs. The
 window and its statistics, the drift check's previous span, the warm start's
@@ -31,20 +32,27 @@ import json
 from pathlib import Path
 
 import pytest
-from cluster_runs import Cluster, ObjectStores, TaskRecord, local_path_for_uri, run_as_cluster
-from object_store_servers import gcs_server, s3_server
+from cluster_jobs import run_job
+from cluster_runs import (
+    Cluster,
+    ObjectStores,
+    TaskRecord,
+    local_path_for_uri,
+    new_claim,
+    run_as_cluster,
+)
+from object_store_servers import authenticated_s3_server, gcs_server
 from tfx.types.artifact import Artifact
 
-from component_image import chown_for_the_image
-from conftest import run_cli, run_summary
+from conftest import REPO_ROOT, run_cli, run_summary
 from daily_spans import SHIFTED_DAY, page_window_and_drift, write_day
 from tfrecord_pipelines.components.spans.artifacts import span_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.image]
 
 DAYS = (1, 2, 3)
-# After the three days, day 2 again (on KFP's defaults): the key of the re-run.
-RERUN = "day 2 again"
+# After the three days, day 3 again: the key of the re-run.
+RERUN = "day 3 again"
 WINDOW = 2
 # Rows per day: enough for day 3's drift to be measured as on 2,000 rows (test_span_window).
 ROWS = 2_000
@@ -52,9 +60,12 @@ _SETTINGS = ("--data", "gs://events/day-{SPAN}/", "--label", "label", "--window"
 _SETTINGS += ("--train-steps", "20", "--min-accuracy", "0")
 # KFP's defaults: the pipeline root, the Secret its launcher reads it with, the serving PVC.
 MINIO_ROOT = "minio://mlpipeline/v2/artifacts"
+GCS_ROOT = "gs://kfp-artifacts/v2/artifacts"
 SERVING_PVC = "tfrecord-pipelines-serving"
-MINIO_SECRET = {"mlpipeline-minio-artifact": {"accesskey": "testing", "secretkey": "testing"}}
-CLUSTERS = ("KFP defaults: MinIO root, PVC", "MinIO root, state and models in GCS")
+MINIO_SECRET = "mlpipeline-minio-artifact"
+# The Job that makes the serving claim's new volume writable by the image's user.
+CLAIM_OWNER_JOB = REPO_ROOT / "k8s" / "base" / "serving-pvc-owner.yaml"
+CLUSTERS = ("KFP defaults: MinIO root, PVC", "gs:// root, state and models in GCS")
 # The tasks that keep the daily state (ExampleGen hands on a day converted before).
 STATE_TASKS = {"ShardedExampleGen", "SpanWindow", "RecordRun"}
 
@@ -73,18 +84,21 @@ class Days:
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory, component_image, docker_api):
-    """fake-gcs-server with the days' data and a bucket for the state and models; moto with
-    KFP's ``mlpipeline`` bucket, the pipeline root's."""
+    """fake-gcs-server with the days' data, a bucket for the state and models and one for a
+    gs:// pipeline root; moto, taking only its user's keys, with KFP's ``mlpipeline``
+    bucket, the MinIO pipeline root's. Yields the two URLs and moto's keys."""
     buckets = tmp_path_factory.mktemp("gcs")
     for day in DAYS:
         write_day(buckets / "events" / f"day-{day}", seed=day, rows=ROWS)
-    (buckets / "models").mkdir()
-    (buckets / "models" / "README").write_text("serving folders and the daily state\n")
+    for bucket, readme in (("models", "serving folders and the daily state"),
+                           ("kfp-artifacts", "KFP's artifacts")):  # fmt: skip
+        (buckets / bucket).mkdir()
+        (buckets / bucket / "README").write_text(f"{readme}\n")
     s3_buckets = tmp_path_factory.mktemp("s3")
     (s3_buckets / "mlpipeline").mkdir()
     (s3_buckets / "mlpipeline" / "README").write_text("KFP's artifacts\n")
-    with gcs_server(buckets) as gcs_url, s3_server(s3_buckets) as s3_url:
-        yield gcs_url, s3_url
+    with gcs_server(buckets) as gcs_url, authenticated_s3_server(s3_buckets) as (s3_url, keys):
+        yield gcs_url, s3_url, keys
 
 
 def _compile(package: Path, gcs_url: str, image: str, *settings: str) -> None:
@@ -98,7 +112,7 @@ def _compile(package: Path, gcs_url: str, image: str, *settings: str) -> None:
 @pytest.fixture(scope="module")
 def local(servers, tmp_path_factory):
     """The three days run locally, reading the same bucket: each day's printout and summary."""
-    gcs_url, _ = servers
+    gcs_url, _, _ = servers
     output = tmp_path_factory.mktemp("local")
     days = {}
     for day in DAYS:
@@ -111,23 +125,30 @@ def local(servers, tmp_path_factory):
     return days
 
 
+def _days(package: Path, cluster: Cluster, root: str, folder: Path) -> dict:
+    """Each day's run, then day 3's again, by day (the re-run by RERUN)."""
+    runs = {day: run_as_cluster(package, cluster, root, folder, {"span": str(day)})
+            for day in DAYS}  # fmt: skip
+    runs[RERUN] = run_as_cluster(package, cluster, root, folder, {"span": str(DAYS[-1])})
+    return runs
+
+
 @pytest.fixture(scope="module")
 def clusters(servers, tmp_path_factory, component_image) -> dict[str, Days]:
-    gcs_url, s3_url = servers
-    stores = ObjectStores(gcs_url, s3_url)
+    gcs_url, s3_url, keys = servers
+    stores = ObjectStores(gcs_url, s3_url, keys)
     # Every pod reaches GCS through the emulator, as a cluster's network reaches GCS.
     network = {"STORAGE_EMULATOR_HOST": gcs_url}
+    secrets = {MINIO_SECRET: {"accesskey": keys[0], "secretkey": keys[1]}}
     found = {}
     folder = tmp_path_factory.mktemp("defaults")
-    claim = folder / "claim"
-    claim.mkdir()
-    chown_for_the_image(claim)
+    # A new volume, root's; k8s/'s Job gives it to the image's user, as on a cluster.
+    claim = new_claim(folder / "claim")
+    run_job(CLAIM_OWNER_JOB, {SERVING_PVC: claim}, component_image)
     package = folder / "daily.yaml"
     _compile(package, gcs_url, component_image, "--artifact-endpoint", s3_url)
-    cluster = Cluster(stores, {SERVING_PVC: claim}, MINIO_SECRET, network)
-    runs = {day: run_as_cluster(package, cluster, MINIO_ROOT, folder, {"span": str(day)})
-            for day in DAYS}  # fmt: skip
-    runs[RERUN] = run_as_cluster(package, cluster, MINIO_ROOT, folder, {"span": "2"})
+    cluster = Cluster(stores, {SERVING_PVC: claim}, secrets, network)
+    runs = _days(package, cluster, MINIO_ROOT, folder)
 
     def files(relative):
         return lambda: sorted(
@@ -142,12 +163,11 @@ def clusters(servers, tmp_path_factory, component_image) -> dict[str, Days]:
     folder = tmp_path_factory.mktemp("buckets")
     package = folder / "daily.yaml"
     _compile(
-        package, gcs_url, component_image, "--artifact-endpoint", s3_url,
+        package, gcs_url, component_image, "--artifact-secret", "none",
         "--serving-dir", "gs://models/serving", "--state-dir", "gs://models/state",
     )  # fmt: skip
-    cluster = Cluster(stores, {}, MINIO_SECRET, network)
-    runs = {day: run_as_cluster(package, cluster, MINIO_ROOT, folder, {"span": str(day)})
-            for day in DAYS}  # fmt: skip
+    cluster = Cluster(stores, {}, {}, network)
+    runs = _days(package, cluster, GCS_ROOT, folder)
     found[CLUSTERS[1]] = Days(
         stores,
         runs,
@@ -193,7 +213,7 @@ def test_the_daily_state_is_kept_where_every_day_finds_it(days):
     state = days.state_files()
     conversions = sorted({name.split("/")[1] for name in state if name.startswith("conversions/")})
     assert conversions == [f"span-{d:08d}" for d in DAYS]
-    # A run each: the three days and, on KFP's defaults, day 2's re-run (a new model).
+    # A run each: the three days and day 3's re-run (a new model).
     assert len([name for name in state if name.startswith("runs/")]) == len(days.runs)
     mounting = {name for name, record in days.runs[DAYS[-1]].items() if record.mounts}
     assert mounting == (STATE_TASKS | {"Pusher"} if days.on_pvc else set())
@@ -299,16 +319,22 @@ def test_the_reporters_page_shows_the_window_and_the_drift(days):
     assert "held back, the span drifted (colour,x)" in days.read(page)
 
 
-def test_a_rerun_of_a_day_reuses_its_conversion_and_starts_from_the_same_model(clusters):
-    runs = clusters[CLUSTERS[0]].runs
-    first, again = runs[2], runs[RERUN]
-    day_2_examples, _ = first["ShardedExampleGen"].outputs["examples"]
-    _, reused = again["ShardedExampleGen"].outputs["examples"]
-    assert [_uri(m) for m in json.loads(reused["members"])] == [day_2_examples]
+def test_a_rerun_of_a_day_reuses_its_conversion_and_starts_from_the_same_model(days):
+    first, again = days.runs[DAYS[-1]], days.runs[RERUN]
+    day_3_examples, _ = first["ShardedExampleGen"].outputs["examples"]
+    reused_uri, reused = again["ShardedExampleGen"].outputs["examples"]
+    assert [_uri(m) for m in json.loads(reused["members"])] == [day_3_examples]
     assert "converted by an earlier run: reusing" in again["ShardedExampleGen"].logs
+    # Issue 75, finding 1: the re-run's outputs are recorded by their URIs under the pipeline
+    # root (a local copy's path would fail every later task's launcher), and the later
+    # tasks read the conversion it hands on.
+    assert reused_uri.startswith(("minio://", "gs://")), reused_uri
+    for task in ("SpanWindow", "DriftCheck", "ExampleValidator"):
+        assert again[task].executor_input.inputs.artifacts, task
     window = [_uri(m) for m in _members(again["Trainer"], "examples")]
     assert window == [_uri(m) for m in _members(first["Trainer"], "examples")]
-    # Its base model is day 1's, as on day 2's first run: not day 2's own, which is newer.
+    assert window[-1] == day_3_examples
+    # Its base model is the first run's: not day 3's own model, which is newer.
     base = [_uri(m) for m in _members(again["Trainer"], "base_model")]
     assert base == [_uri(m) for m in _members(first["Trainer"], "base_model")]
 
