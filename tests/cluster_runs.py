@@ -109,6 +109,8 @@ class TaskRecord:
     # The PVC mounts and secret variables the pod got.
     mounts: tuple[str, ...]
     secret_variables: tuple[str, ...]
+    # The task's wall seconds: the copies, the container, the uploads and the recording.
+    seconds: float = 0.0
 
     @property
     def staged_bytes(self) -> int:
@@ -323,6 +325,7 @@ class _Run:
         return outputs
 
     def run_task(self, name: str, pod_disk: Path) -> TaskRecord:
+        start = time.monotonic()
         task = self.spec["root"]["dag"]["tasks"][name]
         component = self.spec["components"][task["componentRef"]["name"]]
         label = component["executorLabel"]
@@ -357,7 +360,7 @@ class _Run:
         outputs = {key: self.cluster.metadata.as_dict(i) for key, i in recorded.items()}
         return TaskRecord(
             executor_input, outputs, recorded, logs, *staged, tuple(mounts),
-            tuple(secret_variables),
+            tuple(secret_variables), time.monotonic() - start,
         )  # fmt: skip
 
     def _stage_inputs(self, executor_input, pod_disk: Path) -> tuple[tuple, float]:

@@ -37,7 +37,6 @@ from cluster_runs import (
     Cluster,
     ObjectStores,
     TaskRecord,
-    local_path_for_uri,
     new_claim,
     run_as_cluster,
 )
@@ -47,6 +46,7 @@ from tfx.types.artifact import Artifact
 from conftest import REPO_ROOT, run_cli, run_summary
 from daily_spans import SHIFTED_DAY, page_window_and_drift, write_day
 from tfrecord_pipelines.components.spans.artifacts import span_of
+from tfrecord_pipelines.kubeflow import examples_in_store
 
 pytestmark = [pytest.mark.e2e, pytest.mark.image]
 
@@ -321,7 +321,7 @@ def test_the_reporters_page_shows_the_window_and_the_drift(days):
 
 def test_a_rerun_of_a_day_reuses_its_conversion_and_starts_from_the_same_model(days):
     first, again = days.runs[DAYS[-1]], days.runs[RERUN]
-    day_3_examples, _ = first["ShardedExampleGen"].outputs["examples"]
+    [day_3_examples] = _written_examples(first)
     reused_uri, reused = again["ShardedExampleGen"].outputs["examples"]
     assert [_uri(m) for m in json.loads(reused["members"])] == [day_3_examples]
     assert "converted by an earlier run: reusing" in again["ShardedExampleGen"].logs
@@ -339,24 +339,36 @@ def test_a_rerun_of_a_day_reuses_its_conversion_and_starts_from_the_same_model(d
     assert base == [_uri(m) for m in _members(first["Trainer"], "base_model")]
 
 
+def _written_examples(records: dict[str, TaskRecord]) -> list[str]:
+    """Where the run's ExampleGen wrote its examples: the members of its output."""
+    _, metadata = records["ShardedExampleGen"].outputs["examples"]
+    return [_uri(m) for m in json.loads(metadata["members"])]
+
+
 def test_what_each_pod_receives_from_the_launcher(clusters):
-    """Issue 63, finding 4: the launcher copies every input artifact whole into the pod. The
-    window reaches Transform and the Trainer as SpanWindow's reference, read from the store:
-    their pods receive no shard. The tasks whose input is ExampleGen's own examples receive
-    every shard of the day (the guide sizes their pods' disk)."""
+    """Issue 75, finding 7: the launcher copies every input artifact whole into the pod.
+    ExampleGen writes its examples into the pipeline root's store beside its outputs, and its
+    output is a reference to them: no task's pod receives a shard (the copies' sizes at two
+    data sizes are benchmarks/launcher_copies.py's)."""
     for name, days in clusters.items():
         records = days.runs[DAYS[-1]]
-        examples, metadata = records["ShardedExampleGen"].outputs["examples"]
+        [written] = _written_examples(records)
+        reference, metadata = records["ShardedExampleGen"].outputs["examples"]
+        assert written == examples_in_store.data_uri(reference), (name, written)
         plan = json.loads(metadata["shard_plan"])
-        shards = {
-            f"{local_path_for_uri(examples)}/Split-{split}/{shard['file']}"
+        shards = [
+            f"{written}/Split-{split}/{shard['file']}"
             for split, outcome in plan["splits"].items()
             for shard in outcome["shards"]
-        }
+        ]
         assert len(shards) >= 2, plan
+        # The shards are in the store, where the reference says.
+        assert all(days.stores.names(shard.rsplit("/", 1)[0]) for shard in shards), shards
+        shard_names = {shard.rsplit("/", 1)[1] for shard in shards}
         for task, record in records.items():
-            staged = {path for path, _ in record.staged}
-            if task in ("SpanWindow", "Evaluator", "Reporter"):
-                assert shards <= staged, (name, task)
-            else:
-                assert not shards & staged, (name, task)
+            staged = {Path(path).name for path, _ in record.staged}
+            assert not staged & shard_names, (name, task, staged & shard_names)
+        # The tasks given ExampleGen's output read the examples where the reference says.
+        for task in ("SpanWindow", "Evaluator"):
+            assert [_uri(m) for m in _members(records[task], "examples")] == [written], task
+        assert _members(records["Trainer"], "examples")[-1]["artifact"]["uri"] == written

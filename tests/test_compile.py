@@ -95,11 +95,25 @@ def test_components_run_in_the_given_images_with_the_project_entry_points(compil
     assert {tuple(c["command"]) for c in containers.values()} == {
         ("python", "-m", "tfrecord_pipelines.kubeflow.kfp_executor")
     }
+    # Every task hands the examples it writes on by reference (issue 75, finding 7): every
+    # reader of them in this pipeline reads them from the store through the same entry point.
+    assert all(c["args"][-1] == "--examples_in_store" for c in containers.values()), containers
     transform = spec["root"]["dag"]["tasks"]["Transform"]["inputs"]["parameters"]
     trainer = spec["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"]
     preprocessing_fn = "tfrecord_pipelines.components.transform.preprocessing.preprocessing_fn"
     assert preprocessing_fn in str(transform)
     assert "tfrecord_pipelines.components.trainer.run.run_fn" in str(trainer)
+
+
+def test_every_task_reaches_the_roots_store_without_a_window(compiled):
+    # ExampleGen writes its examples into the store and each reader reads them there, in the
+    # one-shot pipeline as in the daily one: every task gets the store's Secret and endpoint.
+    platform = _platform_executors(compiled)
+    for label, executor in _pipeline_spec(compiled)["deploymentSpec"]["executors"].items():
+        [secret] = platform[label]["secretAsEnv"]
+        assert secret["secretName"] == "mlpipeline-minio-artifact", label
+        names = {v["name"] for v in executor["container"]["env"]}
+        assert "TFRECORD_PIPELINES_ARTIFACT_ENDPOINT" in names, label
 
 
 def test_compile_rejects_a_non_yaml_output(tmp_path):
@@ -165,8 +179,10 @@ def test_tabular_trainer_reads_example_gens_shards_and_transform_only_analyzes(c
 def test_platform_spec_places_the_trainer_on_gpu_nodes_and_mounts_volumes(compiled):
     executors = _platform_executors(compiled)
     spec = _pipeline_spec(compiled)
-    assert set(executors) == {"Trainer_executor", "Pusher_executor"}
-    assert set(executors) <= set(spec["deploymentSpec"]["executors"])
+    # Every task has the artifact store's Secret; only these two mount or select anything.
+    assert set(executors) == set(spec["deploymentSpec"]["executors"])
+    placed = {label for label, c in executors.items() if set(c) - {"secretAsEnv"}}
+    assert placed == {"Trainer_executor", "Pusher_executor"}
     configs = {}
     for label, config in executors.items():
         configs[label] = json_format.ParseDict(
@@ -190,17 +206,12 @@ def test_platform_spec_places_the_trainer_on_gpu_nodes_and_mounts_volumes(compil
 
 
 def test_cpu_training_with_a_bucket_serving_dir_needs_no_platform_spec(tmp_path):
+    # A gs:// pipeline root's tasks reach the store with the pod's own credentials: no Secret.
     output = tmp_path / "cpu.yaml"
     result = compile_in_process(
-        "--output",
-        str(output),
-        "--image",
-        "registry.example/tp:1",
-        "--gpus",
-        "0",
-        "--serving-dir",
-        "gs://bucket/models/penguins",
-    )
+        "--output", str(output), "--image", "registry.example/tp:1", "--gpus", "0",
+        "--serving-dir", "gs://bucket/models/penguins", "--artifact-secret", "none",
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     documents = list(yaml.safe_load_all(output.read_text()))
     assert len(documents) == 1

@@ -417,3 +417,108 @@ def test_an_earlier_runs_model_is_copied_where_the_launcher_stages_models(monkey
     local = "/gcs/kfp/v2/artifacts/events/run-day1/Trainer/5e1/model"
     assert copied == [(model.uri, local)]
     assert member.uri == local
+
+
+def _example_gen_outputs(task: str, tmp_path) -> pipeline_spec_pb2.ExecutorInput:
+    """ExampleGen's outputs under a task root in a bucket, as the driver names them."""
+    outputs = {
+        name: {"artifacts": [{"uri": f"{task}/{name}", "type": {"schemaTitle": title}}]}
+        for name, title in (("examples", "tfx.Examples"), ("statistics", "tfx.ExampleStatistics"))
+    }
+    executor_input = _executor_input(
+        {"outputs": {"artifacts": outputs, "outputFile": str(tmp_path / "output.json")}}
+    )
+    return kfp_executor.repair_executor_input(
+        executor_input, None, kfp_executor.project_artifact_class_paths()
+    )
+
+
+def _run_executor(executor_input, tmp_path) -> None:
+    """Writes the executor output TFX's entry point writes: each output at the URI it was
+    given, with its metadata."""
+    output = pipeline_spec_pb2.ExecutorOutput()
+    for name, artifacts in executor_input.outputs.artifacts.items():
+        written = output.artifacts[name].artifacts.add(uri=artifacts.artifacts[0].uri)
+        written.metadata.update({"span": 3.0, "split_names": '["train", "eval"]'})
+    (tmp_path / "output.json").write_text(json_format.MessageToJson(output))
+
+
+def _handed_on(executor_input, local_to_remote, in_store, tmp_path):
+    kfp_executor.finish_executor_output(executor_input, local_to_remote, set(), in_store)
+    return json_format.Parse(
+        (tmp_path / "output.json").read_text(), pipeline_spec_pb2.ExecutorOutput()
+    )
+
+
+def test_examples_are_written_in_the_store_and_handed_on_as_a_reference(tmp_path):
+    # Issue 75, finding 7: the launcher copies every input whole into the pod; examples
+    # written beside the task's outputs and handed on as a reference are copied by none.
+    task = "gs://kfp/v2/artifacts/events/run-day3/ShardedExampleGen/0f3a"
+    executor_input = _example_gen_outputs(task, tmp_path)
+    local_to_remote = kfp_executor.locate_inputs(executor_input, None)
+    in_store = kfp_executor.examples_in_store.redirect(executor_input, local_to_remote, None)
+    outputs = {n: a.artifacts[0].uri for n, a in executor_input.outputs.artifacts.items()}
+    # The executor writes the examples into the store; the statistics to the launcher's copy.
+    assert outputs == {
+        "examples": f"{task}/.data/examples",
+        "statistics": f"/gcs{task[len('gs:/') :]}/statistics",
+    }
+    _run_executor(executor_input, tmp_path)
+    written = _handed_on(executor_input, local_to_remote, in_store, tmp_path)
+    handed = {n: a.artifacts[0].uri for n, a in written.artifacts.items()}
+    assert handed == {"examples": f"{task}/examples", "statistics": f"{task}/statistics"}
+    reference = written.artifacts["examples"].artifacts[0]
+    assert reference.metadata["split_names"] == '["train", "eval"]'
+    # The next task reads the examples where they were written, with their metadata.
+    reference.name = "41"
+    reference.type.schema_title = "tfx.Examples"
+    downstream = pipeline_spec_pb2.ExecutorInput()
+    downstream.inputs.artifacts["examples"].artifacts.append(reference)
+    kfp_executor.locate_inputs(downstream, None)
+    [member] = downstream.inputs.artifacts["examples"].artifacts
+    assert member.uri == f"{task}/.data/examples"
+    assert member.metadata["split_names"] == '["train", "eval"]'
+    assert "members" not in member.metadata
+
+
+def test_examples_in_minio_are_written_through_the_roots_store_and_named_as_kfp_names_them(
+    monkeypatch, tmp_path
+):
+    from tfrecord_pipelines.components.storage import object_stores
+
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "S3_ENDPOINT", "AWS_ACCESS_KEY_ID",
+                 "AWS_SECRET_ACCESS_KEY"):  # fmt: skip
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(object_stores, "_configure_s3", lambda: None)
+    task = "minio://mlpipeline/v2/artifacts/events/run-day3/ShardedExampleGen/0f3a"
+    executor_input = _example_gen_outputs(task, tmp_path)
+    endpoint = "http://seaweedfs.kubeflow:9000"
+    monkeypatch.setenv(object_stores.ARTIFACT_ENDPOINT, endpoint)
+    local_to_remote = kfp_executor.locate_inputs(executor_input, endpoint)
+    in_store = kfp_executor.examples_in_store.redirect(executor_input, local_to_remote, endpoint)
+    [examples] = executor_input.outputs.artifacts["examples"].artifacts
+    assert examples.uri == "s3://" + task[len("minio://") :] + "/.data/examples"
+    # Beam reaches s3:// through boto3: it is given the same store.
+    assert object_stores.with_beam_s3_endpoint(["--runner=DirectRunner"]) == [
+        "--runner=DirectRunner",
+        f"--s3_endpoint_url={endpoint}",
+    ]
+    _run_executor(executor_input, tmp_path)
+    written = _handed_on(executor_input, local_to_remote, in_store, tmp_path)
+    reference = written.artifacts["examples"].artifacts[0]
+    assert reference.uri == f"{task}/examples"
+    [member] = json.loads(reference.metadata["members"])
+    assert member["artifact"]["uri"] == f"{task}/.data/examples"
+
+
+def test_examples_go_through_the_launchers_copy_when_the_store_is_out_of_reach(tmp_path, capsys):
+    # A minio:// root compiled with --artifact-secret none: the pod has no endpoint for it.
+    task = "minio://mlpipeline/v2/artifacts/events/run-day3/ShardedExampleGen/0f3a"
+    executor_input = _example_gen_outputs(task, tmp_path)
+    local_to_remote = kfp_executor.locate_inputs(executor_input, None)
+    assert kfp_executor.examples_in_store.redirect(executor_input, local_to_remote, None) == {}
+    [examples] = executor_input.outputs.artifacts["examples"].artifacts
+    assert examples.uri == "/minio" + task[len("minio:/") :] + "/examples"
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert len(printed) == 1 and "launcher's copy" in printed[0], printed

@@ -154,3 +154,38 @@ def test_a_bucket_folder_is_listed_in_one_pass(server):
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["folders"] == found["listed"] == ["day-1", "day-2"]
     assert found["files"] == len(_objects(server, "lake", "events/"))
+
+
+_BEAM_THROUGH_THE_ROOTS_STORE = """
+import json, sys
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+from tfrecord_pipelines.components.storage import object_stores
+
+object_stores.read_artifact_store()
+flags = object_stores.with_beam_s3_endpoint(["--runner=DirectRunner"])
+with beam.Pipeline(options=PipelineOptions(flags)) as p:
+    _ = (p | beam.Create([b"a", b"b", b"c"])
+         | beam.io.WriteToTFRecord("s3://lake/kfp/.data/transformed/part", file_name_suffix=".gz"))
+with beam.Pipeline(options=PipelineOptions(flags)) as p:
+    _ = (p | beam.io.ReadFromTFRecord("s3://lake/kfp/.data/transformed/part*")
+         | beam.combiners.Count.Globally()
+         | beam.Map(lambda n: open(sys.argv[1], "w").write(json.dumps(n))))
+"""
+
+
+def test_beam_writes_and_reads_examples_in_the_roots_store_as_a_task_is_given_it(server, tmp_path):
+    # Transform writes materialized examples into the pipeline root's store through Beam
+    # (kubeflow/examples_in_store): Beam reaches s3:// through boto3, given the store's
+    # endpoint as --s3_endpoint_url and its keys from the pod's scoped variables only.
+    given = {
+        "TFRECORD_PIPELINES_ARTIFACT_ENDPOINT": server["AWS_ENDPOINT_URL"],
+        "TFRECORD_PIPELINES_ARTIFACT_ACCESS_KEY_ID": server["AWS_ACCESS_KEY_ID"],
+        "TFRECORD_PIPELINES_ARTIFACT_SECRET_ACCESS_KEY": server["AWS_SECRET_ACCESS_KEY"],
+    }
+    counted = tmp_path / "count.json"
+    done = _run(given, "-c", _BEAM_THROUGH_THE_ROOTS_STORE, str(counted))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(counted.read_text()) == 3
+    written = _objects(server, "lake", "kfp/.data/transformed/")
+    assert [re.sub(r"-\d+-of-\d+", "", w) for w in written] == ["kfp/.data/transformed/part.gz"]

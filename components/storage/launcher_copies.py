@@ -19,7 +19,7 @@ LOCAL_PREFIXES = {"gs://": "/gcs/", "minio://": "/minio/", "s3://": "/s3/"}
 # The prefixes TensorFlow reaches only through tensorflow-io's S3 plugin.
 _S3_PREFIXES = ("minio://", "s3://")
 # MinIO speaks S3: what minio:// names, s3:// reaches through the S3 endpoint.
-_MINIO, _S3 = "minio://", "s3://"
+MINIO_SCHEME, _S3 = "minio://", "s3://"
 # The URIs this process reads earlier runs' artifacts by (``unstaged_uri``'s), and the ones
 # they stand for: the entry point and the executor share the process, and a record or a
 # comparison names the artifact as KFP does.
@@ -65,8 +65,8 @@ def unstaged_uri(uri: str, s3_endpoint: str | None) -> str:
             "this pod has no S3 endpoint to read it from: compile with --artifact-secret and "
             "--artifact-endpoint (the pipeline root's store and its credentials)"
         )
-    if not uri.startswith(_MINIO):
+    if not uri.startswith(MINIO_SCHEME):
         return uri
-    read = _S3 + uri[len(_MINIO) :]
+    read = _S3 + uri[len(MINIO_SCHEME) :]
     _READ_AS[read] = uri
     return read

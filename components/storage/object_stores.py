@@ -187,6 +187,17 @@ def read_artifact_store() -> None:
     _configure_s3()
 
 
+def with_beam_s3_endpoint(beam_args: Sequence[str]) -> list[str]:
+    """Beam's flags with ``--s3_endpoint_url`` set to the endpoint TensorFlow's S3 file system
+    reaches (``s3_endpoint``), unless they name one: Beam reaches s3:// through boto3, which
+    reads neither tensorflow-io's ``S3_ENDPOINT`` nor, from Beam, the pipeline root's store's
+    name; its keys it takes from the AWS SDKs' variables as TensorFlow does."""
+    endpoint = s3_endpoint()
+    if endpoint is None or any(a.startswith("--s3_endpoint_url") for a in beam_args):
+        return list(beam_args)
+    return [*beam_args, f"--s3_endpoint_url={endpoint}"]
+
+
 def _first_set(*names: str) -> str | None:
     return next((os.environ[name] for name in names if os.environ.get(name)), None)
 

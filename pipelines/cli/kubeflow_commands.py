@@ -189,15 +189,16 @@ def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
         "--artifact-secret",
         default=DEFAULT_ARTIFACT_SECRET,
         metavar="NAME[:ACCESS_KEY_ENTRY,SECRET_KEY_ENTRY]",
-        help="with --window: the Secret whose keys the tasks read earlier runs' artifacts in a "
-        "minio:// or s3:// pipeline root with (k8s/'s: tfrecord-pipelines-s3-credentials:"
+        help="the Secret whose keys the tasks read and write what the launcher does not copy "
+        "(the examples, earlier runs' artifacts) in a minio:// or s3:// pipeline root with "
+        "(k8s/'s: tfrecord-pipelines-s3-credentials:"
         "AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY); 'none' for a gs:// pipeline root "
         f"(default: KFP's own, {DEFAULT_ARTIFACT_SECRET}, entries accesskey,secretkey)",
     )
     parser.add_argument(
         "--artifact-endpoint",
         default=DEFAULT_ARTIFACT_ENDPOINT,
-        help="with --window: the S3 endpoint of that pipeline root's store (default: "
+        help="the S3 endpoint of that pipeline root's store (default: "
         f"{DEFAULT_ARTIFACT_ENDPOINT}, KFP 2.15 and later; KFP 2.4-2.14: "
         f"{MINIO_ARTIFACT_ENDPOINT})",
     )
@@ -237,10 +238,10 @@ def _volumes(args: argparse.Namespace, serving_dir: str) -> tuple:
 
 
 def _artifact_store(args: argparse.Namespace):
-    """How a window's tasks reach earlier runs' artifacts in the pipeline root's store."""
+    """How the tasks reach the pipeline root's store for what the launcher does not copy."""
     from tfrecord_pipelines.kubeflow.artifact_store import ArtifactStoreAccess
 
-    if not args.window or args.artifact_secret == _NONE:
+    if args.artifact_secret == _NONE:
         return None
     return ArtifactStoreAccess.parse(args.artifact_secret, args.artifact_endpoint)
 

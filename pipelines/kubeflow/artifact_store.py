@@ -1,8 +1,10 @@
-"""What a pod needs to read earlier runs' artifacts from the pipeline root's store.
+"""What a pod needs to reach the pipeline root's store for what the launcher does not copy.
 
-The daily pipeline's tasks read artifacts of earlier runs (SpanWindow's members),
-which KFP's launcher does not stage. With the pipeline root in MinIO or SeaweedFS
-(KFP's default, ``minio://mlpipeline/v2/artifacts``) a task reads them itself,
+The task that writes examples puts them in the store itself, and the tasks that read
+them read them there (``examples_in_store``); the daily pipeline's tasks read artifacts
+of earlier runs too (SpanWindow's members). KFP's launcher copies none of these. With
+the pipeline root in MinIO or SeaweedFS (KFP's default,
+``minio://mlpipeline/v2/artifacts``) a task reaches them itself,
 through S3, with the credentials KFP's own launcher uses: the
 ``mlpipeline-minio-artifact`` Secret's ``accesskey`` and ``secretkey``
 (backend/src/v2/config/env.go:41-44), and the store's endpoint; or those of the

@@ -57,6 +57,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.daily import conversion_reuse
 from tfrecord_pipelines.components.storage import filesystem, launcher_copies, object_stores
+from tfrecord_pipelines.kubeflow import examples_in_store
 
 # The output the KFP driver adds when it publishes logs (driver provisionOutputs);
 # it is typed system.Artifact, which TFX cannot import.
@@ -366,6 +367,8 @@ def _parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--json_serialized_inputs_spec_args")
     # The daily pipeline's ExampleGen: where a re-run of a day finds the day's conversion.
     parser.add_argument(f"--{DAILY_STATE_FLAG}")
+    # The compiled pipeline's tasks: examples written into the store, handed on as references.
+    parser.add_argument(f"--{examples_in_store.FLAG}", action="store_true")
     return parser.parse_known_args(list(argv[1:]))
 
 
@@ -392,13 +395,21 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
     executor_input = repair_executor_input(
         executor_input, inputs_spec, project_artifact_class_paths()
     )
-    local_to_remote = locate_inputs(executor_input, object_stores.artifact_store_endpoint())
+    endpoint = object_stores.artifact_store_endpoint()
+    local_to_remote = locate_inputs(executor_input, endpoint)
+    in_store = (
+        examples_in_store.redirect(executor_input, local_to_remote, endpoint)
+        if getattr(args, examples_in_store.FLAG, False)
+        else {}
+    )
     _make_local_output_dirs(executor_input)
     if _is_file_based_example_gen(args.executor_class_path, executor_input):
         _run_example_gen_driver(executor_input, args.json_serialized_inputs_spec_args)
         # Only the daily pipeline's ExampleGen has it (not the KFP components' entry point).
         state_dir = getattr(args, DAILY_STATE_FLAG, None)
-        if state_dir and hand_on_recorded_conversion(state_dir, executor_input, local_to_remote):
+        if state_dir and hand_on_recorded_conversion(
+            state_dir, executor_input, local_to_remote, in_store
+        ):
             return
 
     repaired_args = argparse.Namespace(
@@ -407,6 +418,7 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
             "json_serialized_invocation_args": json_format.MessageToJson(executor_input),
         }
     )
+    beam_args = object_stores.with_beam_s3_endpoint(beam_args)
     kubeflow_v2_run_executor.main((repaired_args, beam_args))
 
     from tfrecord_pipelines.components import ui_artifacts
@@ -418,13 +430,14 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
         if _type_title(artifact.type) in ui_class_paths
     }
     if local_to_remote or ui_outputs:
-        _finish_executor_output(executor_input.outputs.output_file, local_to_remote, ui_outputs)
+        finish_executor_output(executor_input, local_to_remote, ui_outputs, in_store)
 
 
 def hand_on_recorded_conversion(
     state_dir: str,
     executor_input: pipeline_spec_pb2.ExecutorInput,
     local_to_remote: Mapping[str, str],
+    in_store: Mapping[str, str] | None = None,
 ) -> bool:
     """Hands on the daily state's conversion of this span, files and settings, if it holds
     one (``conversion_reuse.reused``), with the remote URIs in the executor output: the
@@ -433,19 +446,25 @@ def hand_on_recorded_conversion(
     """
     if not conversion_reuse.reused(state_dir, executor_input):
         return False
-    _finish_executor_output(executor_input.outputs.output_file, local_to_remote, set())
+    finish_executor_output(executor_input, local_to_remote, set(), in_store or {})
     return True
 
 
-def _finish_executor_output(
-    output_file: str, local_to_remote: Mapping[str, str], ui_outputs: set[str]
+def finish_executor_output(
+    executor_input: pipeline_spec_pb2.ExecutorInput,
+    local_to_remote: Mapping[str, str],
+    ui_outputs: set[str],
+    in_store: Mapping[str, str],
 ) -> None:
-    """Puts the remote URIs back and drops TFX's version from the UI's outputs, in the
-    executor output file."""
+    """Puts the remote URIs back, hands the examples written in the store on as references
+    (``examples_in_store``) and drops TFX's version from the UI's outputs, in the executor
+    output file."""
+    output_file = executor_input.outputs.output_file
     executor_output = pipeline_spec_pb2.ExecutorOutput()
     with filesystem.open_file(output_file, "r") as f:
         json_format.Parse(f.read(), executor_output, ignore_unknown_fields=True)
     restore_remote_uris(executor_output, local_to_remote)
+    examples_in_store.hand_as_references(executor_output, executor_input, in_store)
     drop_tfx_version_from_ui_outputs(executor_output, ui_outputs)
     with filesystem.open_file(output_file, "w") as f:
         f.write(json_format.MessageToJson(executor_output))

@@ -16,7 +16,7 @@ from tfrecord_pipelines.components.keys import EXAMPLE_GEN_ID, SPAN_WINDOW_ID, T
 from tfrecord_pipelines.components.storage import filesystem
 from tfrecord_pipelines.definition.config import PipelineConfig
 from tfrecord_pipelines.definition.pipeline import create_pipeline
-from tfrecord_pipelines.kubeflow import task_paths
+from tfrecord_pipelines.kubeflow import examples_in_store, task_paths
 from tfrecord_pipelines.kubeflow.artifact_store import ArtifactStoreAccess
 from tfrecord_pipelines.kubeflow.kfp_executor import DAILY_STATE_FLAG
 from tfrecord_pipelines.kubeflow.platform_spec import TaskPlacement, VolumeMount, checked_document
@@ -71,18 +71,27 @@ def _with_daily_state(spec: dict, state_dir: str) -> None:
     container["args"] += [f"--{DAILY_STATE_FLAG}", state_dir]
 
 
+def _examples_by_reference(spec: dict) -> None:
+    """Tells every task's entry point to write examples into the pipeline root's store and
+    hand them on as references: each reader of them is a task of this pipeline, which reads
+    them there (``examples_in_store``)."""
+    for executor in spec["deploymentSpec"]["executors"].values():
+        executor["container"]["args"].append(f"--{examples_in_store.FLAG}")
+
+
 def _complete(output_file: str, config: PipelineConfig, state_dir: str | None) -> None:
-    """What TFX's compiler cannot write into the spec, for data in spans."""
-    if not config.source.spans:
-        return
+    """What TFX's compiler cannot write into the spec: examples handed on by reference, and,
+    for data in spans, the span's default and the daily state."""
     with filesystem.open_file(output_file) as f:
         spec = yaml.safe_load(f.read())
-    _default_span(spec, _span_text(config))
-    if config.span is None:
+    _examples_by_reference(spec)
+    if config.source.spans:
+        _default_span(spec, _span_text(config))
+    if config.source.spans and config.span is None:
         # KFP keys its cache on the parameter's text: a run given `latest` would get the
         # conversion of whichever span was the latest when a run first converted it.
         _never_cached(spec, EXAMPLE_GEN_ID)
-    if config.window:
+    if config.source.spans and config.window:
         _never_cached(spec, SPAN_WINDOW_ID)
         _with_daily_state(spec, state_dir)
     with filesystem.open_file(output_file, "w") as f:
@@ -130,9 +139,11 @@ def compile_for_kubeflow(
         pods read and write (a bucket URI, or a folder of a volume).
       volumes: PersistentVolumeClaims each mounted in every task given a path
         under its mount path (the serving folder, the daily state, data).
-      artifact_store: with a window of spans: the Secret and endpoint every task
-        reads earlier runs' artifacts in the pipeline root's store with (MinIO,
-        S3); None: the tasks read them only from gs:// or a volume.
+      artifact_store: the Secret and endpoint every task reaches the pipeline
+        root's store with (MinIO, S3) for what the launcher does not copy: the
+        examples, which their writer puts there (``examples_in_store``), and
+        earlier runs' artifacts; None: the tasks reach it with the pod's own
+        settings (gs://, an s3:// root read with the pod's role).
       in_image: folders the image holds, which a task may be given paths in.
 
     Returns:
@@ -160,7 +171,7 @@ def compile_for_kubeflow(
     _write_pipeline_spec(pipeline, output_file, image, trainer_image)
     _complete(output_file, config, state_dir)
     placements = _pods(output_file, dict(placements or {}), volumes, in_image)
-    if artifact_store and config.window:
+    if artifact_store:
         _with_artifact_store(output_file, placements, artifact_store)
     _append_platform_spec(output_file, placements)
     return output_file
