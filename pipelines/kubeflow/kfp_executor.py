@@ -35,6 +35,10 @@ entry point in the same process:
   ``--artifact-secret``'s keys, under names of the project's own so that the
   task's own s3:// data is read from its own store), s3:// without one with
   the pod's own role.
+- In the compiled pipeline (``--examples_in_store``), a task writes the examples it
+  makes into the pipeline root's store itself and hands on a reference to them
+  (``examples_in_store``), so that no launcher copies them into a reader's pod;
+  Beam is given the store's S3 endpoint as TensorFlow is.
 - In the daily pipeline, ExampleGen's entry point gets the daily state
   (``--daily_state_dir``): a span whose files and settings an earlier run
   converted is handed on, not converted again (``conversion_reuse``).
