@@ -108,23 +108,28 @@ def hand_as_references(
     written in the store, in place: the output's own URI, its metadata, and the examples as
     its one member. An output that already stands for others (a conversion handed on) only
     gets its own URI back."""
-    from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils
-
     for name, artifact_list in executor_output.artifacts.items():
         for artifact in artifact_list.artifacts:
             reference_uri = redirected.get(artifact.uri)
             if reference_uri is None:
                 continue
             if keys.MEMBERS_PROPERTY not in artifact.metadata.fields:
-                member = pipeline_spec_pb2.RuntimeArtifact()
-                member.CopyFrom(artifact)
-                member.type.CopyFrom(executor_input.outputs.artifacts[name].artifacts[0].type)
-                member.uri = launcher_copies.remote_uri(artifact.uri)
-                listed = pipeline_spec_pb2.ArtifactList(artifacts=[member])
-                [examples] = kubeflow_v2_entrypoint_utils.parse_raw_artifact_dict({name: listed})[
-                    name
-                ]
-                artifact.metadata.fields[keys.MEMBERS_PROPERTY].string_value = json.dumps(
-                    [examples.to_json_dict()]
-                )
+                given_type = executor_input.outputs.artifacts[name].artifacts[0].type
+                member = _as_member(artifact, given_type)
+                artifact.metadata.fields[keys.MEMBERS_PROPERTY].string_value = json.dumps([member])
             artifact.uri = reference_uri
+
+
+def _as_member(
+    written: pipeline_spec_pb2.RuntimeArtifact, artifact_type: pipeline_spec_pb2.ArtifactTypeSchema
+) -> dict:
+    """TFX's JSON of the examples the executor wrote, named by the URI KFP names them by."""
+    from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils
+
+    member = pipeline_spec_pb2.RuntimeArtifact()
+    member.CopyFrom(written)
+    member.type.CopyFrom(artifact_type)
+    member.uri = launcher_copies.remote_uri(written.uri)
+    listed = pipeline_spec_pb2.ArtifactList(artifacts=[member])
+    [examples] = kubeflow_v2_entrypoint_utils.parse_raw_artifact_dict({"_": listed})["_"]
+    return examples.to_json_dict()

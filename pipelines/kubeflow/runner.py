@@ -79,6 +79,18 @@ def _examples_by_reference(spec: dict) -> None:
         executor["container"]["args"].append(f"--{examples_in_store.FLAG}")
 
 
+def _with_spans(spec: dict, config: PipelineConfig, state_dir: str | None) -> None:
+    """The span's default, the tasks KFP must not cache, and the daily state, in place."""
+    _default_span(spec, _span_text(config))
+    if config.span is None:
+        # KFP keys its cache on the parameter's text: a run given `latest` would get the
+        # conversion of whichever span was the latest when a run first converted it.
+        _never_cached(spec, EXAMPLE_GEN_ID)
+    if config.window:
+        _never_cached(spec, SPAN_WINDOW_ID)
+        _with_daily_state(spec, state_dir)
+
+
 def _complete(output_file: str, config: PipelineConfig, state_dir: str | None) -> None:
     """What TFX's compiler cannot write into the spec: examples handed on by reference, and,
     for data in spans, the span's default and the daily state."""
@@ -86,14 +98,7 @@ def _complete(output_file: str, config: PipelineConfig, state_dir: str | None) -
         spec = yaml.safe_load(f.read())
     _examples_by_reference(spec)
     if config.source.spans:
-        _default_span(spec, _span_text(config))
-    if config.source.spans and config.span is None:
-        # KFP keys its cache on the parameter's text: a run given `latest` would get the
-        # conversion of whichever span was the latest when a run first converted it.
-        _never_cached(spec, EXAMPLE_GEN_ID)
-    if config.source.spans and config.window:
-        _never_cached(spec, SPAN_WINDOW_ID)
-        _with_daily_state(spec, state_dir)
+        _with_spans(spec, config, state_dir)
     with filesystem.open_file(output_file, "w") as f:
         f.write(yaml.safe_dump(spec, sort_keys=False))
 
