@@ -296,6 +296,14 @@ def test_day_3s_drift_is_flagged_and_its_model_not_pushed_as_locally(days, local
     assert drift["drifted"], drift
 
 
+def test_no_pod_packages_tfx_for_beam_workers_that_do_not_exist(days):
+    # TFX's Beam executors copy TFX and build an sdist of it for a remote runner's workers
+    # unless told not to (definition/beam_args.py): 1.6 CPU-s a Beam task on the DirectRunner.
+    for day, records in days.runs.items():
+        for task, record in records.items():
+            assert "infer TFX Python dependency" not in record.logs, (day, task)
+
+
 def test_the_serving_folder_holds_a_version_per_push(days):
     pushes = sum(
         records["Pusher"].outputs["pushed_model"][1].get("pushed") == 1

@@ -522,3 +522,23 @@ def test_examples_go_through_the_launchers_copy_when_the_store_is_out_of_reach(t
     assert examples.uri == "/minio" + task[len("minio:/") :] + "/examples"
     printed = capsys.readouterr().out.strip().splitlines()
     assert len(printed) == 1 and "launcher's copy" in printed[0], printed
+
+
+def test_a_pods_direct_runner_keeps_tfx_from_packaging_itself(monkeypatch, tmp_path):
+    import tempfile
+
+    from tfx.utils import dependency_utils
+
+    from tfrecord_pipelines.components.storage import object_stores
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(object_stores, "s3_endpoint", lambda: "http://seaweedfs.kubeflow:9000")
+    # A MinIO root's task: Beam gets the endpoint, and TFX, as its Beam executors call it,
+    # adds nothing and builds nothing (before: a copy of TFX and an sdist in every such pod).
+    args = kfp_executor.pod_beam_args([])
+    assert "--s3_endpoint_url=http://seaweedfs.kubeflow:9000" in args
+    assert dependency_utils.make_beam_dependency_flags(args) == args
+    assert list(tmp_path.iterdir()) == []
+    # Another runner's workers need the package: left to TFX.
+    flink = kfp_executor.pod_beam_args(["--runner=FlinkRunner"])
+    assert flink == ["--runner=FlinkRunner", "--s3_endpoint_url=http://seaweedfs.kubeflow:9000"]

@@ -61,6 +61,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.daily import conversion_reuse
 from tfrecord_pipelines.components.storage import filesystem, launcher_copies, object_stores
+from tfrecord_pipelines.definition.beam_args import without_tfx_package
 from tfrecord_pipelines.kubeflow import examples_in_store
 
 # The output the KFP driver adds when it publishes logs (driver provisionOutputs);
@@ -376,6 +377,13 @@ def _parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     return parser.parse_known_args(list(argv[1:]))
 
 
+def pod_beam_args(beam_args: Sequence[str]) -> list[str]:
+    """The task's Beam flags as its executor gets them: Beam's S3 given the root's store
+    (``object_stores.with_beam_s3_endpoint``), and on the DirectRunner TFX kept from packaging
+    itself for workers that do not exist (``beam_args.without_tfx_package``)."""
+    return without_tfx_package(object_stores.with_beam_s3_endpoint(beam_args))
+
+
 def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
     """Repairs the ExecutorInput and runs the executor through TFX's entry point.
 
@@ -422,8 +430,7 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
             "json_serialized_invocation_args": json_format.MessageToJson(executor_input),
         }
     )
-    beam_args = object_stores.with_beam_s3_endpoint(beam_args)
-    kubeflow_v2_run_executor.main((repaired_args, beam_args))
+    kubeflow_v2_run_executor.main((repaired_args, pod_beam_args(beam_args)))
 
     from tfrecord_pipelines.components import ui_artifacts
 
