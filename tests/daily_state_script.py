@@ -10,8 +10,9 @@ STORAGE_EMULATOR_HOST). Used by tests/test_daily_state_gcs.py and benchmarks/dai
         chooses, the records it opened, and its wall and CPU seconds.
     python tests/daily_state_script.py records STATE SPAN
         prints, as JSON, the conversions recorded of SPAN and every run's model.
-    python tests/daily_state_script.py race STATE NAME START_AT
-        at wall time START_AT: records the conversion both racers record (span 5),
+    python tests/daily_state_script.py race STATE NAME
+        prints "ready" once imported, then, on a line from standard input (given to both
+        racers at once): records the conversion both racers record (span 5),
         one of its own (span 6 or 7) and a run of its own, then chooses 20 times;
         prints what the last choice saw.
 """
@@ -119,8 +120,9 @@ def main(argv: list[str]) -> None:
         models = sorted(r["model"]["artifact"]["uri"] for r in daily_state.runs(state))
         print(json.dumps({"conversions": len(found), "models": models}))
     elif command == "race":
-        name, start_at = argv[2], float(argv[3])
-        time.sleep(max(0.0, start_at - time.time()))
+        name = argv[2]
+        print("ready", flush=True)
+        sys.stdin.readline()
         _convert(state, "shared", 5)
         _convert(state, name, 6 if name == "a" else 7)
         _train(state, name, 7)

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 from object_store_servers import gcs_server
@@ -34,6 +33,7 @@ def _start(url: str, *args: str) -> subprocess.Popen:
         [sys.executable, SCRIPT, *args],
         cwd=REPO_ROOT,
         env=env,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -62,9 +62,12 @@ def test_a_run_reads_its_window_not_every_day_recorded(bucket):
 def test_two_runs_recording_at_the_same_moment(bucket):
     state = f"{STATE}-race"
     _run(bucket, "populate", state, "4")
-    # After both processes have imported TensorFlow: then they write at once.
-    start_at = str(time.time() + 20)
-    racers = [_start(bucket, "race", state, name, start_at) for name in ("a", "b")]
+    racers = [_start(bucket, "race", state, name) for name in ("a", "b")]
+    # Once both processes have imported TensorFlow, they are told to write at once.
+    assert [racer.stdout.readline() for racer in racers] == ["ready\n"] * 2
+    for racer in racers:
+        racer.stdin.write("go\n")
+        racer.stdin.flush()
     for racer in racers:
         out, err = racer.communicate(timeout=600)
         # A half-written record would fail a read with a JSON error.

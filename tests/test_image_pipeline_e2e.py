@@ -20,8 +20,10 @@ from tfrecord_pipelines.report.thumbnails import THUMBNAIL_PIXELS
 
 pytestmark = pytest.mark.e2e
 
-# Three digits a small network tells apart after a few hundred steps; chance is 1/3.
+# Three digits a small network tells apart after a hundred steps (accuracy 1 on the eval
+# split's 104 images here, at 100 steps as at 200); chance is 1/3.
 MIN_ACCURACY = 0.9
+TRAIN_STEPS = "100"
 # Their class folders: names that are not the classes' ids.
 CLASSES = ("zero", "one", "seven")
 
@@ -32,7 +34,7 @@ def digits_run(tmp_path_factory):
     data = root / "digits-017"
     labels = write_digit_images(data, names=CLASSES)
     output = root / "out"
-    result = run_cli("run", "--data", str(data), "--output", str(output), "--train-steps", "200")
+    result = run_cli("run", "--data", str(data), "--output", str(output), "--train-steps", TRAIN_STEPS)
     assert result.returncode == 0, result.stderr[-3000:]
     summary = run_summary(output, "digits-017", result.stdout)
     return output / "pipeline_root" / "digits-017", labels, summary, result
