@@ -34,7 +34,9 @@ def digits_run(tmp_path_factory):
     data = root / "digits-017"
     labels = write_digit_images(data, names=CLASSES)
     output = root / "out"
-    result = run_cli("run", "--data", str(data), "--output", str(output), "--train-steps", TRAIN_STEPS)
+    result = run_cli(
+        "run", "--data", str(data), "--output", str(output), "--train-steps", TRAIN_STEPS
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     summary = run_summary(output, "digits-017", result.stdout)
     return output / "pipeline_root" / "digits-017", labels, summary, result
