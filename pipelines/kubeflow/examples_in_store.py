@@ -44,13 +44,19 @@ def data_uri(output_uri: str) -> str:
     return f"{task_root}/{DATA_FOLDER}/{name}"
 
 
-def _is_examples(artifact: pipeline_spec_pb2.RuntimeArtifact) -> bool:
+def _tfx_artifact(artifact: pipeline_spec_pb2.RuntimeArtifact):
+    """The TFX artifact a RuntimeArtifact stands for, as TFX's entry point reads it."""
     from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils
-    from tfx.types import standard_artifacts
 
     listed = pipeline_spec_pb2.ArtifactList(artifacts=[artifact])
     [parsed] = kubeflow_v2_entrypoint_utils.parse_raw_artifact_dict({"_": listed})["_"]
-    return isinstance(parsed, standard_artifacts.Examples)
+    return parsed
+
+
+def _is_examples(artifact: pipeline_spec_pb2.RuntimeArtifact) -> bool:
+    from tfx.types import standard_artifacts
+
+    return isinstance(_tfx_artifact(artifact), standard_artifacts.Examples)
 
 
 def redirect(
@@ -124,12 +130,8 @@ def _as_member(
     written: pipeline_spec_pb2.RuntimeArtifact, artifact_type: pipeline_spec_pb2.ArtifactTypeSchema
 ) -> dict:
     """TFX's JSON of the examples the executor wrote, named by the URI KFP names them by."""
-    from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils
-
     member = pipeline_spec_pb2.RuntimeArtifact()
     member.CopyFrom(written)
     member.type.CopyFrom(artifact_type)
     member.uri = launcher_copies.remote_uri(written.uri)
-    listed = pipeline_spec_pb2.ArtifactList(artifacts=[member])
-    [examples] = kubeflow_v2_entrypoint_utils.parse_raw_artifact_dict({"_": listed})["_"]
-    return examples.to_json_dict()
+    return _tfx_artifact(member).to_json_dict()
