@@ -31,8 +31,9 @@ What a pod of KFP open source gets, and nothing more, read in kubeflow/pipelines
   cluster's prepared it (``cluster_jobs``).
 
 Wherever the launcher fails a task, the harness fails it with the launcher's words
-(``launcher_rules``): an input or output URI it cannot parse, an upload outside the
-pipeline root's bucket, a metadata value ML Metadata cannot take. Outputs are
+(``launcher_rules``): an input or output URI it cannot parse, an input object whose key
+has a ``..`` component, an upload outside the pipeline root's bucket, a metadata value ML
+Metadata cannot take. Outputs are
 recorded into a real ML Metadata store and read back for the next task as the
 driver reads them. A failed command's ``executor-logs`` are still uploaded
 (launcher_v2.go:449-456, 787-790).
@@ -66,6 +67,7 @@ from launcher_rules import (
     LauncherError,
     MetadataStore,
     check_input_buckets,
+    downloaded_path,
     input_key,
     merge_runtime_artifacts,
     output_key,
@@ -155,10 +157,9 @@ class ObjectStores:
         bucket, _, key = rest.partition("/")
         written = []
         for name, read in self._objects(scheme, bucket, key):
-            # objectstore/object_store.go:171-174: the key itself, or under it as a folder.
-            if name != key.rstrip("/") and not name.startswith(key.rstrip("/") + "/"):
+            relative = downloaded_path(key, name)
+            if relative is None:
                 continue
-            relative = os.path.relpath(name, key)
             target = local if relative == "." else local / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             data = read()
@@ -368,7 +369,8 @@ class _Run:
         known scheme, whole, after every input's bucket is parsed (fetchNonDefaultBuckets).
 
         Raises:
-          LauncherError: a URI the launcher cannot parse, in its words.
+          LauncherError: a URI the launcher cannot parse, an object key with a '..'
+            component, in its words.
         """
         start, staged = time.monotonic(), []
         check_input_buckets(executor_input.inputs, self.root)
@@ -381,7 +383,15 @@ class _Run:
                 if local is None:
                     continue  # launcher_v2.go:959-964: not a recognized storage URI
                 input_key(name, artifact.uri, self.root)
-                written = self.cluster.stores.download(artifact.uri, _on_pod_disk(pod_disk, local))
+                try:
+                    written = self.cluster.stores.download(
+                        artifact.uri, _on_pod_disk(pod_disk, local)
+                    )
+                except LauncherError as e:  # launcher_v2.go:974-976, 997-999: copyErr
+                    raise LauncherError(
+                        f"failed to download input artifact {name!r} from remote storage URI "
+                        f"{artifact.uri!r}: {e}"
+                    ) from None
                 staged += [(f"/{p.relative_to(pod_disk).as_posix()}", n) for p, n in written]
         return tuple(staged), time.monotonic() - start
 

@@ -6,6 +6,7 @@ rule). Wherever the launcher fails a task, these fail with its message:
 - a URI it cannot parse into a bucket (``objectstore/config.go:118-169``), which
   ``fetchNonDefaultBuckets`` meets first for every input not under the pipeline
   root (``component/launcher_v2.go:1030-1034``);
+- an input object whose key has a ``..`` component (``objectstore/object_store.go:146-148``);
 - an output uploaded outside the pipeline root's bucket and prefix
   (``KeyFromURI``, ``objectstore/config.go:101-112``; ``launcher_v2.go:820-823``);
 - an output's metadata value ML Metadata cannot take: a null
@@ -130,6 +131,25 @@ def input_key(name: str, uri: str, root: BucketConfig) -> str:
         raise LauncherError(
             f"failed to download input artifact {name!r} from remote storage URI {uri!r}: {e}"
         ) from None
+
+
+def downloaded_path(blob_dir: str, object_key: str) -> str | None:
+    """Where DownloadBlob puts one listed object, relative to the input's local folder
+    (objectstore/object_store.go:176-205): None for a key not under ``blob_dir``, which it
+    skips (isBlobKeyUnderPrefix, :171-174), "." for the key itself.
+
+    Raises:
+      LauncherError: a key with a '..' component (sanitizeDownloadPath, :146-148; a key
+        under the prefix without one cannot resolve outside the folder, its :160-167).
+    """
+    prefix = blob_dir.rstrip("/")
+    if object_key != prefix and not object_key.startswith(prefix + "/"):
+        return None
+    if ".." in object_key.split("/"):
+        raise LauncherError(
+            f"path traversal detected: blob key {object_key!r} contains '..' component"
+        )
+    return posixpath.relpath(object_key, blob_dir)
 
 
 def output_key(name: str, uri: str, root: BucketConfig) -> str:

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from cluster_jobs import run_job
 from cluster_runs import Cluster, ObjectStores, TaskFailed, new_claim, run_as_cluster
-from launcher_rules import BucketConfig, LauncherError
+from launcher_rules import BucketConfig, LauncherError, downloaded_path
 from object_store_servers import authenticated_s3_server
 
 from conftest import REPO_ROOT
@@ -151,6 +151,19 @@ def test_an_output_outside_the_roots_bucket_fails_the_task(tmp_path, store, comp
     assert "does not have expected bucket prefix 'minio://mlpipeline/v2/artifacts'" in str(e.value)
 
 
+def test_an_input_object_whose_key_climbs_out_fails_the_download(tmp_path, store, component_image):
+    # DownloadBlob refuses a listed key with a '..' component before writing anything
+    # (objectstore/object_store.go:146-148); the launcher fails the consumer's download.
+    out = f"{ROOT}/contract/dots/out"
+    planted = tmp_path / "planted.txt"
+    planted.write_text("outside the input's folder\n")
+    store.upload(planted, f"{out}/../evil")
+    with pytest.raises(TaskFailed, match="failed to download input artifact 'data'") as e:
+        _run(tmp_path / "run", store, component_image, {"uri": out})
+    assert e.value.task == "consumer"
+    assert "contains '..' component" in str(e.value)
+
+
 def test_a_failed_commands_logs_are_uploaded(tmp_path, store, component_image):
     # Finding 2: the launcher uploads executor-logs after a failed command.
     with pytest.raises(TaskFailed) as e:
@@ -185,6 +198,25 @@ def test_a_new_claim_is_roots_until_k8s_job_gives_it_to_the_image(tmp_path, stor
 )
 def test_a_key_is_taken_under_the_roots_prefix(root, uri, key):
     assert BucketConfig.of_pipeline_root(root).key_from_uri(uri) == key
+
+
+@pytest.mark.parametrize(
+    "key, placed",
+    [
+        ("v2/p/out", "."),
+        ("v2/p/out/Split-train/a.gz", "Split-train/a.gz"),
+        ("v2/p/out_other/a.gz", None),
+        ("v2/p/.data/out/a.gz", None),
+    ],
+)
+def test_a_listed_object_is_placed_under_the_inputs_folder_or_skipped(key, placed):
+    assert downloaded_path("v2/p/out", key) == placed
+
+
+def test_a_listed_key_with_a_dot_dot_component_is_refused_only_under_the_prefix():
+    with pytest.raises(LauncherError, match="path traversal detected: blob key 'v2/p/out/../x'"):
+        downloaded_path("v2/p/out", "v2/p/out/../x")
+    assert downloaded_path("v2/p/out", "v2/p/other/../x") is None
 
 
 def test_an_unsupported_root_is_refused():
