@@ -3,7 +3,8 @@
 A test that runs something in the image takes the ``component_image`` and
 ``docker_api`` fixtures (conftest.py). The image is built from the
 repository's Dockerfile, once per test session: a second test worker waits for
-the first worker's build and then finds every step in podman's cache.
+the first worker's build and then finds the image built from the same inputs
+(build_image.py's digest), with nothing to build.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT
+
+sys.path.insert(0, str(REPO_ROOT / "docker"))
+import build_context  # noqa: E402
 
 DOCKERFILE = REPO_ROOT / "docker" / "Dockerfile"
 DOCKERIGNORE = REPO_ROOT / ".dockerignore"
@@ -117,21 +121,7 @@ def _build_stage(target: str) -> str:
 
 def _ignored(path: str) -> bool:
     """Whether .dockerignore leaves `path` out (Docker: last match wins, parents count)."""
-    excluded = False
-    for line in DOCKERIGNORE.read_text().splitlines():
-        pattern = line.strip()
-        if not pattern or pattern.startswith("#"):
-            continue
-        negate = pattern.startswith("!")
-        pattern = os.path.normpath(pattern.lstrip("!").lstrip("/"))
-        regex = re.escape(pattern).replace(r"\*\*/", "(.*/)?").replace(r"\*\*", ".*")
-        regex = regex.replace(r"\*", "[^/]*").replace(r"\?", "[^/]")
-        regex = re.sub(r"\\\[(.*?)\\\]", r"[\1]", regex)
-        parts = path.split("/")
-        candidates = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-        if any(re.fullmatch(regex, c) for c in candidates):
-            excluded = not negate
-    return excluded
+    return build_context.ignored(path, build_context.patterns(DOCKERIGNORE))
 
 
 def _hadolint(dockerfile: Path, config: Path) -> subprocess.CompletedProcess:
@@ -331,3 +321,50 @@ def test_project_code_imports_only_what_the_image_holds() -> None:
             }
             missing = {n.split(".")[0] for n in names} & (local - copied)
             assert not missing, f"{module.relative_to(REPO_ROOT)} imports {missing}"
+
+
+def test_the_context_is_the_files_dockers_own_rules_keep() -> None:
+    # The Docker SDK's exclude_paths, written apart from ours from Docker's rules; it keeps
+    # .dockerignore itself, which the digest hashes on its own.
+    from docker.utils.build import exclude_paths
+
+    lines = [line.strip() for line in DOCKERIGNORE.read_text().splitlines()]
+    rules = [line for line in lines if line and not line.startswith("#")]
+    docker_kept = {
+        path for path in exclude_paths(str(REPO_ROOT), rules) if (REPO_ROOT / path).is_file()
+    }
+    ours = build_context.context_files(REPO_ROOT)
+    assert set(ours) == docker_kept - {".dockerignore"}
+    assert "components/task.py" in ours and "docker/with-ca-bundle" in ours
+
+
+def test_the_build_digest_follows_every_input_and_nothing_else(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / "components").mkdir(parents=True)
+    (root / "output").mkdir()
+    (root / ".dockerignore").write_text("*\n!components/\n**/*.pyc\n")
+    (root / "components" / "task.py").write_text("A = 1\n")
+    dockerfile = root / "Dockerfile"
+    dockerfile.write_text("FROM python\nCOPY components/ components/\n")
+
+    def digest(target: str = "cpu", bases: dict | None = None) -> str:
+        return build_context.inputs_digest(root, dockerfile, target, bases or {"PY": "sha256:1"})
+
+    first = digest()
+    # Outside the context: a run's output, a bytecode file.
+    (root / "output" / "run.json").write_text("{}")
+    (root / "components" / "task.pyc").write_bytes(b"x")
+    assert digest() == first
+    changed = {
+        "a file of the context": lambda: (root / "components" / "task.py").write_text("A = 2\n"),
+        "a new file": lambda: (root / "components" / "new.py").write_text(""),
+        "the Dockerfile": lambda: dockerfile.write_text(dockerfile.read_text() + "USER 1000\n"),
+        ".dockerignore": lambda: (root / ".dockerignore").write_text("*\n!components/\n"),
+    }
+    seen = {first}
+    for what, change in changed.items():
+        change()
+        assert digest() not in seen, what
+        seen.add(digest())
+    assert digest(target="gpu") not in seen
+    assert digest(bases={"PY": "sha256:2"}) not in seen

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -471,3 +473,16 @@ def test_the_image_runs_as_a_numeric_user_with_a_read_only_environment(component
     uid, venv_writable, home_writable, has_java, package = probe.stdout.split()
     assert (uid, venv_writable, home_writable, has_java) == ("1000", "False", "True", "True")
     assert package.startswith("/app/pipelines/")
+
+
+def test_an_image_built_from_the_same_inputs_is_not_built_again(component_image):
+    # The session's build labelled the image with its inputs' digest; the same inputs again
+    # are found up to date, without podman's build (which hashes the 4 GB environment).
+    again = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "docker" / "build_image.py"), "--target", "cpu"],
+        capture_output=True,
+        text=True,
+    )
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"{component_image} is up to date: built from the same inputs" in again.stdout
+    assert "Building" not in again.stdout
