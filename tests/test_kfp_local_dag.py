@@ -38,7 +38,7 @@ from kfp_local_runs import TaskRecord, run_compiled_pipeline, with_tasks_only
 from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2, statistics_pb2
 
 from component_image import chown_for_the_image, podman
-from conftest import PIPELINE_COMPONENTS, REPO_ROOT, run_cli
+from conftest import PIPELINE_COMPONENTS, REPO_ROOT, compile_in_process
 from kfp_ui_layout import check_confusion_matrix
 from report_browser import load_as_kfp_ui_shows
 
@@ -159,8 +159,7 @@ def dags(tmp_path_factory, component_image, docker_api):
     runs = {}
     for engine, (span, tasks) in RUNS.items():
         package = root.parent / f"penguins-{engine}.yaml"
-        compiled = run_cli(
-            "compile",
+        compiled = compile_in_process(
             *("--data", f"{data}/day-{{SPAN}}/", "--label", "species"),
             *("--schema", str(REPO_ROOT / "schemas" / "penguins" / "schema.pbtxt")),
             *("--serving-dir", str(root / "serving"), "--train-steps", "200"),
