@@ -89,15 +89,18 @@ def test_an_input_that_costs_nothing_reads_no_stall_and_a_sleep_its_share(hidden
     steady = history.history["input_stall"][1:]
     assert min(steady) <= 0.01, steady
     step, _ = _per_step(model, STEPS)
-    # A batch every 50 ms (or four free steps, on a busy machine): each step waits for the
-    # part of the sleep its own work does not cover, and the rest of the step is what it
-    # was on the free input.
-    sleep = max(SLEEP, 4 * step)
+    # A batch every 50 ms (or eight free steps, on a busy machine): each step waits for the
+    # part of the sleep its own work does not cover, and the rest of the step is its own
+    # work, as on the free input. The two wrong counts are far apart from that: with the
+    # wait not counted the rest is the whole sleep, with the step's own work counted as
+    # waiting it is nothing. Between them, the step's own work may take up to 4x what it
+    # took on the free input (2x seen under the whole suite, in a slow epoch).
+    sleep = max(SLEEP, 8 * step)
     slow = _batches(batch).repeat().map(_sleep(sleep)).prefetch(tf.data.AUTOTUNE)
     history = model.fit(slow, epochs=1, steps_per_epoch=20, verbose=0)
     slow_step, waiting = _per_step(model, 20)
     assert slow_step >= sleep
-    assert slow_step - waiting == pytest.approx(step, abs=max(step, 0.003))
+    assert step / 4 <= slow_step - waiting <= sleep / 2, (slow_step, waiting, step)
     assert history.history["input_stall"][-1] == pytest.approx(waiting / slow_step)
 
 
