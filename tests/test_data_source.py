@@ -178,3 +178,16 @@ def test_an_image_records_class_id_key_leaves_the_class_name_alone():
     assert image_folder.class_id_key("target") == "target"
     with pytest.raises(ValueError, match="Label key 'filename' is taken"):
         image_folder.class_id_key("filename")
+
+
+def test_a_regression_labels_bad_values_are_held_to_the_runs_quarantine_limit(tmp_path):
+    from tfrecord_pipelines.components.data_source.label_values import check_label_serves
+
+    rows = [f"{i % 7},{10 + i % 5}" for i in range(200)]
+    rows[10] = rows[20] = rows[30] = "3,n/a"  # 1.5% of the labels are not numbers
+    _csv(tmp_path / "prices", text="rooms,price\n" + "\n".join(rows) + "\n")
+    source = data_source.open_source(str(tmp_path / "prices"))
+    found = check_label_serves(source, "price", "regression", max_bad_fraction=0.02)
+    assert (found.rows, found.non_numeric) == (200, 3)
+    with pytest.raises(ValueError, match=r"3 of 200 values .* more than the 1\.00% ExampleGen"):
+        check_label_serves(source, "price", "regression", max_bad_fraction=0.01)

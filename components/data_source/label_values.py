@@ -21,10 +21,6 @@ from tfrecord_pipelines.components.data_source import CSV, DataSource
 from tfrecord_pipelines.components.data_source.column_types import ColumnType
 from tfrecord_pipelines.components.data_source.csv_dialect import open_data
 
-# A regression label may hold this share of values that are not numbers:
-# ExampleGen quarantines those rows, as it does other bad input, up to its
-# own limit (max_bad_fraction, 1% by default).
-MAX_NON_NUMERIC_FRACTION = 0.01
 _BLOCK_BYTES = 16 * 2**20
 _NUMBER = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"
 
@@ -195,9 +191,15 @@ def check_label_serves(
     max_classes: int = 2,
     column_type: ColumnType | None = None,
     encoding: str = "utf-8",
+    *,
+    max_bad_fraction: float,
 ) -> LabelValues:
     """Returns what the label column holds (up to ``max_classes`` classes, named as the
     model will name them).
+
+    A regression label may hold up to ``max_bad_fraction`` of values that are not numbers:
+    the run's ExampleGen quarantines those rows, as other bad input, within that limit,
+    its own.
 
     Raises:
       ValueError: in one line, if the label column cannot serve ``problem``.
@@ -206,10 +208,11 @@ def check_label_serves(
     if not found.rows:
         raise ValueError(f"Label column {label!r} of {source.root} is empty in every row.")
     if problem == "regression":
-        if found.non_numeric / found.rows > MAX_NON_NUMERIC_FRACTION:
+        if found.non_numeric / found.rows > max_bad_fraction:
             raise ValueError(
                 f"Label column {label!r} of {source.root} is not numeric ({found.non_numeric:,} "
-                f"of {found.rows:,} values are not numbers, e.g. {found.example_non_numeric!r}); "
+                f"of {found.rows:,} values are not numbers, e.g. {found.example_non_numeric!r}; "
+                f"more than the {max_bad_fraction:.2%} ExampleGen may quarantine); "
                 "regression needs a number: use --problem classification or another label."
             )
     elif not found.classes:

@@ -119,6 +119,9 @@ def _classes(source, task, schema, encoding: str) -> list[str] | None:
         check_label_serves,
         label_column_type,
     )
+    from tfrecord_pipelines.components.example_gen.quarantine_limit import (
+        DEFAULT_MAX_BAD_FRACTION,
+    )
     from tfrecord_pipelines.definition.config import MAX_CLASSES_FOR_PER_CLASS_METRICS
 
     if source.is_images:
@@ -137,6 +140,8 @@ def _classes(source, task, schema, encoding: str) -> list[str] | None:
             max_classes=MAX_CLASSES_FOR_PER_CLASS_METRICS + 1,
             column_type=column_type,
             encoding=encoding,
+            # The run's ExampleGen keeps the default limit (definition/nodes.py).
+            max_bad_fraction=DEFAULT_MAX_BAD_FRACTION,
         ).classes
     if not task.is_classification or len(classes) > MAX_CLASSES_FOR_PER_CLASS_METRICS:
         return None

@@ -59,8 +59,8 @@ def test_regression_on_a_string_label_fails_in_one_line_before_any_slow_work(tmp
     assert out == "2 False False"
     assert err == (
         f"error: Label column 'species' of {REPO_ROOT / 'data' / 'penguins'} is not numeric "
-        "(344 of 344 values are not numbers, e.g. 'Adelie'); regression needs a number: use "
-        "--problem classification or another label."
+        "(344 of 344 values are not numbers, e.g. 'Adelie'; more than the 1.00% ExampleGen may "
+        "quarantine); regression needs a number: use --problem classification or another label."
     )
 
 
