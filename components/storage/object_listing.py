@@ -116,7 +116,7 @@ def listing_of(root: str, objects: Iterable[tuple[str, int]]) -> ObjectListing:
 def _gcs_client():
     from google.cloud import storage
 
-    from tfrecord_pipelines.components.storage.object_stores import gcs_emulator
+    from tfrecord_pipelines.components.storage.emulators import gcs_emulator
 
     endpoint = gcs_emulator()
     if endpoint is None:

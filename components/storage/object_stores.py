@@ -51,9 +51,12 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-# The ecosystem's names for a GCS emulator: Python's client library's and google-cloud-cpp's.
-GCS_EMULATOR_HOST = "STORAGE_EMULATOR_HOST"
-GCS_EMULATOR_ENDPOINT = "CLOUD_STORAGE_EMULATOR_ENDPOINT"
+from tfrecord_pipelines.components.storage.emulators import (
+    GCS_EMULATOR_ENDPOINT,
+    GCS_EMULATOR_HOST,
+    gcs_emulator,
+)
+
 # The plugin's cache settings, each set so that its constructor finds it: a 64 MiB read
 # block, and no block or stat cache, so that a listing after a write sees the write.
 _PLUGIN_SETTINGS = {
@@ -82,14 +85,6 @@ _AWS_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 # an uncaught exception and 0 otherwise, as Python's own exit would give.
 _exit_status: int | None = None
 _s3_configured = False
-
-
-def gcs_emulator() -> str | None:
-    """The GCS emulator's URL the environment names, or None."""
-    endpoint = os.environ.get(GCS_EMULATOR_ENDPOINT) or os.environ.get(GCS_EMULATOR_HOST)
-    if not endpoint:
-        return None
-    return endpoint if "://" in endpoint else f"http://{endpoint}"
 
 
 def configure(argv: Sequence[str] = ()) -> None:
