@@ -45,14 +45,9 @@ def ignored(path: str, rules: Iterable[tuple[bool, re.Pattern]]) -> bool:
     return excluded
 
 
-def _may_keep_below(folder: str, dockerignore: Path) -> bool:
-    """Whether a ``!`` pattern could keep something under the excluded ``folder``: walking
-    into .venv or output/ would read gigabytes that the context leaves out."""
-    kept = [
-        line.strip()[1:].strip("/")
-        for line in dockerignore.read_text().splitlines()
-        if line.strip().startswith("!")
-    ]
+def _may_keep_below(folder: str, kept: list[str]) -> bool:
+    """Whether one of the ``!`` patterns ``kept`` could keep something under the excluded
+    ``folder``: walking into .venv or output/ would read gigabytes the context leaves out."""
     return any(k == folder or k.startswith(folder + "/") or "*" in k for k in kept)
 
 
@@ -60,14 +55,14 @@ def context_files(root: Path) -> list[str]:
     """The files of the build context, relative to ``root``, sorted."""
     dockerignore = root / ".dockerignore"
     rules = patterns(dockerignore)
+    lines = dockerignore.read_text().splitlines() if dockerignore.is_file() else []
+    kept = [line.strip()[1:].strip("/") for line in lines if line.strip().startswith("!")]
     files = []
     for folder, dirs, names in os.walk(root):
         relative = Path(folder).relative_to(root).as_posix()
         prefix = "" if relative == "." else relative + "/"
         dirs[:] = sorted(
-            d
-            for d in dirs
-            if not ignored(prefix + d, rules) or _may_keep_below(prefix + d, dockerignore)
+            d for d in dirs if not ignored(prefix + d, rules) or _may_keep_below(prefix + d, kept)
         )
         files += [prefix + n for n in names if not ignored(prefix + n, rules)]
     return sorted(files)
