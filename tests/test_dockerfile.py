@@ -8,6 +8,7 @@ run as a numeric non-root user, and every COPY source exists in the build contex
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import re
 import shlex
@@ -23,6 +24,7 @@ from conftest import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "docker"))
 import build_context  # noqa: E402
+import compiled_wheels  # noqa: E402
 
 DOCKERFILE = REPO_ROOT / "docker" / "Dockerfile"
 DOCKERIGNORE = REPO_ROOT / ".dockerignore"
@@ -71,6 +73,18 @@ def _stages() -> dict[str, Stage]:
     return stages
 
 
+def _global_arguments() -> dict[str, str]:
+    """The ARGs declared before the first FROM, with their defaults."""
+    arguments = {}
+    for keyword, args in _instructions(DOCKERFILE.read_text()):
+        if keyword == "FROM":
+            return arguments
+        if keyword == "ARG":
+            name, _, default = args.partition("=")
+            arguments[name] = default
+    return arguments
+
+
 def _chain(name: str) -> list[Stage]:
     """The stage and its ancestors, root first."""
     chain = [STAGES[name]]
@@ -108,15 +122,6 @@ def _copy_args(args: str) -> tuple[dict[str, str], list[str]]:
     words = shlex.split(args)
     flags = dict(w[2:].partition("=")[::2] for w in words if w.startswith("--"))
     return flags, [w for w in words if not w.startswith("--")]
-
-
-def _build_stage(target: str) -> str:
-    """The stage whose venv the runtime target copies (COPY --from, or a RUN's bind mount)."""
-    froms = [_copy_args(a)[0].get("from") for a in _all(target, "COPY")]
-    froms += re.findall(r"--mount=type=bind,from=([\w-]+)", " ".join(_all(target, "RUN")))
-    builds = sorted({f for f in froms if f and f in STAGES and f != "uv"})
-    assert len(builds) == 1, f"{target} copies from {builds}; expected one build stage"
-    return builds[0]
 
 
 def _ignored(path: str) -> bool:
@@ -179,7 +184,6 @@ def test_runtime_environment(target: str) -> None:
     assert env["PYTHONUNBUFFERED"] == "1"
     assert env["PATH"].split(":")[1 if target == "gpu" else 0] == f"{env['VIRTUAL_ENV']}/bin"
     assert env["VIRTUAL_ENV"] == "/app/.venv", "uv sync in WORKDIR /app creates /app/.venv"
-    assert _env(_build_stage(target))["VIRTUAL_ENV"] == env["VIRTUAL_ENV"]
 
 
 def test_uv_version_matches_makefile() -> None:
@@ -190,50 +194,82 @@ def test_uv_version_matches_makefile() -> None:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_installs_from_the_lock(target: str) -> None:
-    build = _build_stage(target)
-    steps = [
-        (kw, a)
-        for s in _chain(build) + _chain(target)[1:]
-        for kw, a in s.instructions
-        if kw in ("COPY", "RUN")
-    ]
-    syncs = [i for i, (kw, a) in enumerate(steps) if kw == "RUN" and "uv sync" in a]
-    assert len(syncs) == 2, f"{build}, {target}: expected a dependencies sync and a project sync"
-    for i in syncs:
-        words = steps[i][1].split()
-        assert "--frozen" in words and "--no-dev" in words, steps[i][1]
-        extras = [words[j + 1] for j, w in enumerate(words) if w == "--extra"]
-        assert extras == (["gpu"] if target == "gpu" else []), steps[i][1]
-    copied = [(i, _copy_args(a)[1][:-1]) for i, (kw, a) in enumerate(steps) if kw == "COPY"]
-    lock_at = next(i for i, srcs in copied if "uv.lock" in srcs and "pyproject.toml" in srcs)
-    source_at = next(i for i, srcs in copied if "components/" in srcs)
-    assert lock_at < syncs[0] < source_at < syncs[1]
-    assert "--no-install-project" in steps[syncs[0]][1]
-    # The dependencies' layer comes before any project file, so a source edit reuses it.
-    venv_at = next(i for i, (kw, a) in enumerate(steps) if f"--from={build} " in a)
-    assert syncs[0] < venv_at < source_at
+    steps = [(kw, a) for s in _chain(target) for kw, a in s.instructions if kw in ("COPY", "RUN")]
+    [sync] = [i for i, (kw, a) in enumerate(steps) if kw == "RUN" and "uv sync" in a]
+    words = steps[sync][1].split()
+    assert {"--frozen", "--no-dev", "--no-install-project"} <= set(words), steps[sync][1]
+    extras = [words[j + 1] for j, w in enumerate(words) if w == "--extra"]
+    assert extras == (["gpu"] if target == "gpu" else []), steps[sync][1]
+    # The compiled packages are left to their wheels, built from the lock's sources.
+    assert '--no-install-package "$package"' in steps[sync][1]
+    assert "uv pip install --no-deps /wheels/*.whl" in steps[sync][1]
+    copied = [(i, _copy_args(a)) for i, (kw, a) in enumerate(steps) if kw == "COPY"]
+    lock_at = next(i for i, (_, srcs) in copied if {"uv.lock", "pyproject.toml"} <= set(srcs))
+    wheels_at = next(i for i, (flags, _) in copied if flags.get("from") == "wheels")
+    source_at = next(i for i, (_, srcs) in copied if "components/" in srcs)
+    [project] = [i for i, (kw, a) in enumerate(steps) if kw == "RUN" and "--editable ." in a]
+    # The dependencies' layer comes before any project file, so a source edit reuses it; the
+    # project alone after.
+    assert lock_at < sync and wheels_at < sync < source_at < project
+    assert "uv pip install --no-deps --editable ." in steps[project][1]
 
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_runtime_has_neither_compiler_nor_uv(target: str) -> None:
-    steps = [a for s in _chain(target) for kw, a in s.instructions if kw in ("COPY", "RUN")]
+    chain = _chain(target)
+    assert "wheels" not in [s.name for s in chain], "the compiler's stage is not a runtime's base"
+    steps = [a for s in chain for kw, a in s.instructions if kw in ("COPY", "RUN")]
     assert not [a for a in steps if "--from=uv" in a and not a.startswith("--mount")]
     assert "uv" not in [_copy_args(a)[0].get("from") for a in _all(target, "COPY")]
     assert not [a for a in steps if "g++" in a or "gcc" in a]
-    [project_sync] = [a for a in _all(target, "RUN") if "uv sync" in a]
-    assert "--mount=type=bind,from=uv,source=/uv" in project_sync
+    for run in [a for a in _all(target, "RUN") if re.search(r"\buv (sync|pip)\b", a)]:
+        assert "--mount=type=bind,from=uv,source=/uv" in run
+    assert "g++" in " ".join(a for kw, a in STAGES["wheels"].instructions if kw == "RUN")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_uv_caches_only_in_the_build_cache_mount(target: str) -> None:
+    # HOME is the runtime user's from the runtime stage on: uv's default cache there
+    # would be a root-owned layer in that user's home (4.5 MB with the project alone).
+    runs = [
+        a for s in [STAGES["wheels"], *_chain(target)] for kw, a in s.instructions if kw == "RUN"
+    ]
+    uv_runs = [a for a in runs if re.search(r"\buv (sync|pip)\b|compiled_wheels\.py", a)]
+    assert len(uv_runs) == 3
+    for run in uv_runs:
+        [mount] = re.findall(r"--mount=type=cache,target=(\S+)", run)
+        assert f"UV_CACHE_DIR={mount} " in run, run
+
+
+def test_the_compiled_packages_are_the_locks_sources_only(tmp_path: Path) -> None:
+    lock = (REPO_ROOT / "uv.lock").read_text()
+    names = _global_arguments()["COMPILED_PACKAGES"].strip('"').split()
+    assert sorted(compiled_wheels.sources(lock, names)) == sorted(names) == ["crcmod", "pyfarmhash"]
+    with pytest.raises(compiled_wheels.LockError, match="six .*has wheels of it"):
+        compiled_wheels.sources(lock, ["six"])
+    with pytest.raises(compiled_wheels.LockError, match="no-such: uv.lock has no source"):
+        compiled_wheels.sources(lock, ["no-such"])
+    sdist = tmp_path / "served" / "p-1.tar.gz"
+    sdist.parent.mkdir()
+    sdist.write_bytes(b"the source")
+    digest = hashlib.sha256(b"the source").hexdigest()
+    fetched = compiled_wheels.fetch(sdist.as_uri(), f"sha256:{digest}", tmp_path)
+    assert fetched.read_bytes() == b"the source"
+    with pytest.raises(compiled_wheels.LockError, match="uv.lock says 0+$"):
+        compiled_wheels.fetch(sdist.as_uri(), "sha256:" + "0" * 64, tmp_path)
 
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_the_ca_bundle_is_a_build_secret_never_a_layer(target: str) -> None:
-    syncs = [
+    downloads = [
         a
-        for s in _chain(_build_stage(target)) + _chain(target)
+        for s in [STAGES["wheels"], *_chain(target)]
         for kw, a in s.instructions
-        if kw == "RUN" and "uv sync" in a
+        if kw == "RUN" and re.search(r"uv sync|compiled_wheels\.py|--editable \.", a)
     ]
-    for sync in syncs:
-        assert "--mount=type=secret,id=ca-bundle" in sync and "with-ca-bundle uv sync" in sync
+    assert len(downloads) == 3, downloads
+    for step in downloads:
+        assert "--mount=type=secret,id=ca-bundle" in step and "with-ca-bundle " in step
     assert "SSL_CERT_FILE" not in _env(target)
     script = (REPO_ROOT / "docker" / "with-ca-bundle").read_text()
     assert "SSL_CERT_FILE=/run/secrets/ca-bundle" in script

@@ -27,8 +27,10 @@ import gzip
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
+import farmhash
 import pytest
 import yaml
 from google.protobuf import json_format, text_format
@@ -46,6 +48,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.image]
 
 # The pipeline's components, then the Reporter (the run report, for KFP's UI).
 TASKS = (*PIPELINE_COMPONENTS, "Reporter")
+LOCK = REPO_ROOT / "uv.lock"
 # ExecutorOutput and the messages it holds, as written in kubeflow/pipelines'
 # api/v2alpha1/pipeline_spec.proto at tag 2.5.0 and at 873e9dedd766, the api
 # module backend 2.4.1's go.mod pins: field -> (number, type).
@@ -472,6 +475,25 @@ def test_the_image_runs_as_a_numeric_user_with_a_read_only_environment(component
     uid, venv_writable, home_writable, has_java, package = probe.stdout.split()
     assert (uid, venv_writable, home_writable, has_java) == ("1000", "False", "True", "True")
     assert package.startswith("/app/pipelines/")
+    # Everything in HOME is the user's: a build step's cache left there (root's) would keep
+    # pip and uv from caching in ~/.cache.
+    others = podman("run", "--rm", component_image, "find", "/home/app", "!", "-user", "1000")
+    assert others.returncode == 0 and others.stdout == "", others.stdout[:500] + others.stderr
+
+
+def test_the_packages_built_from_source_run_compiled_in_the_image(component_image):
+    # The runtime has no compiler: docker/compiled_wheels.py built these in the wheels
+    # stage. crcmod's build falls back to pure Python without one; farmhash has no fallback.
+    probe = podman(
+        "run", "--rm", component_image, "python", "-c",
+        "import farmhash, crcmod._crcfunext, importlib.metadata as m; "
+        "print(farmhash.hash64('tfrecord'), m.version('pyfarmhash'), m.version('crcmod'))",
+    )  # fmt: skip
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    hashed, *versions = probe.stdout.split()
+    assert int(hashed) == farmhash.hash64("tfrecord")
+    locked = {p["name"]: p["version"] for p in tomllib.loads(LOCK.read_text())["package"]}
+    assert versions == [locked["pyfarmhash"], locked["crcmod"]]
 
 
 def test_an_image_built_from_the_same_inputs_is_not_built_again(component_image):
