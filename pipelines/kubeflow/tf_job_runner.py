@@ -1,0 +1,189 @@
+"""Runs the Trainer's TFJob from the Trainer's task: creates it, waits, reports, deletes it.
+
+As TFX's Vertex trainer runs its custom job from the task
+(tfx/extensions/google_cloud_ai_platform/runner.py), the task creates the job
+through the Kubernetes API (the ``kubernetes`` client's CustomObjectsApi: the
+Kubeflow SDK needs a newer ``kubernetes`` than TFX allows), polls its conditions
+until one is final, and ends as the job ends: the chief's log in the task's log
+on success; on failure one line naming the failed replica and its exit code,
+after that replica's last log lines. The job is deleted whatever the end,
+including a timeout and a cancelled run (KFP stops the task's pod with SIGTERM;
+the job's ownerReference to that pod covers a kill that leaves no time).
+
+The states are the operator's conditions (kubeflow/trainer v1.9.4,
+pkg/apis/kubeflow.org/v1/common_types.go:132-160): the last condition whose
+status is True.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import signal
+import threading
+import time
+from collections.abc import Callable
+
+from tfrecord_pipelines.kubeflow import tf_job
+
+GROUP = "kubeflow.org"
+VERSION = "v1"
+FINAL = ("Succeeded", "Failed")
+# pkg/apis/kubeflow.org/v1/common_types.go:34, the label the operator puts on the job's pods.
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+LOG_LINES = 20
+
+
+class TFJobFailed(RuntimeError):
+    """The job failed, timed out or could not be created; the message is one line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """How the job ended: its final state, the seconds from creation, the chief's log."""
+
+    state: str
+    seconds: float
+    chief_log: str
+
+
+def state_of(job: dict) -> tuple[str, str]:
+    """The job's state and its message: its last condition that is True ("" before any)."""
+    current = ("", "")
+    for condition in job.get("status", {}).get("conditions", []):
+        if condition.get("status") == "True":
+            current = (condition["type"], condition.get("message", ""))
+    return current
+
+
+def run(
+    job: dict,
+    *,
+    custom_objects,
+    core,
+    timeout_s: float,
+    poll_s: float = 10.0,
+    log: Callable[[str], None] = print,
+) -> Outcome:
+    """Creates JOB, waits until it succeeds or fails, and deletes it.
+
+    Args:
+      job: the TFJob (``tf_job.tf_job``).
+      custom_objects: a ``kubernetes.client.CustomObjectsApi``.
+      core: a ``kubernetes.client.CoreV1Api``, for the workers' pods and logs.
+      timeout_s: how long the job may take from its creation.
+      poll_s: seconds between two reads of its conditions.
+      log: where the job's progress and the chief's log go (the task's log).
+
+    Returns:
+      The final state, the seconds it took, and the chief's (worker 0's) log.
+
+    Raises:
+      TFJobFailed: the API refused the job, the job failed, or it did not end in time.
+    """
+    from kubernetes.client.exceptions import ApiException
+
+    namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
+    where = f"TFJob {namespace}/{name}"
+    try:
+        custom_objects.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, tf_job.PLURAL, job
+        )
+    except ApiException as e:
+        raise TFJobFailed(f"{where} could not be created: {_reason(e)}") from None
+    start, seen = time.monotonic(), None
+    try:
+        with _stopped_by_sigterm():
+            while True:
+                current = custom_objects.get_namespaced_custom_object(
+                    GROUP, VERSION, namespace, tf_job.PLURAL, name
+                )
+                state, message = state_of(current)
+                if state != seen:
+                    log(f"{where}: {state or 'waiting for the operator'}. {message}".rstrip())
+                    seen = state
+                seconds = time.monotonic() - start
+                if state == "Succeeded":
+                    chief = _log(core, namespace, f"{name}-worker-0", tail=None)
+                    log(f"{where}: the chief's log (worker 0):\n{chief}")
+                    return Outcome(state, seconds, chief)
+                if state == "Failed":
+                    raise TFJobFailed(_failure(core, namespace, name, where, message, log))
+                if seconds >= timeout_s:
+                    raise TFJobFailed(
+                        f"{where} did not finish in {timeout_s:.0f} s "
+                        f"(last state: {state or 'not started'}); deleted"
+                    )
+                time.sleep(poll_s)
+    finally:
+        _delete(custom_objects, namespace, name, log)
+
+
+def _failure(core, namespace: str, name: str, where: str, message: str, log) -> str:
+    """The failed replica, its exit code and last log line; its last lines go to LOG."""
+    pods = core.list_namespaced_pod(namespace, label_selector=f"{JOB_NAME_LABEL}={name}")
+    for pod in sorted(pods.items, key=lambda p: p.metadata.name):
+        for status in pod.status.container_statuses or []:
+            for terminated, previous in (
+                (status.state and status.state.terminated, False),
+                (status.last_state and status.last_state.terminated, True),
+            ):
+                if terminated and terminated.exit_code:
+                    lines = _log(core, namespace, pod.metadata.name, LOG_LINES, previous)
+                    log(f"{where}: the last lines of {pod.metadata.name}:\n{lines}")
+                    last = next((s for s in reversed(lines.splitlines()) if s.strip()), "")
+                    return f"{where} failed: {pod.metadata.name} exited {terminated.exit_code}" + (
+                        f": {last.strip()}" if last else ""
+                    )
+    return f"{where} failed: {message or 'no replica left an exit code'}"
+
+
+def _log(core, namespace: str, pod: str, tail: int | None, previous: bool = False) -> str:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        return core.read_namespaced_pod_log(
+            pod, namespace, container=tf_job.CONTAINER, tail_lines=tail, previous=previous
+        )
+    except ApiException as e:
+        return f"(no log: {_reason(e)})"
+
+
+def _delete(custom_objects, namespace: str, name: str, log) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        custom_objects.delete_namespaced_custom_object(
+            GROUP, VERSION, namespace, tf_job.PLURAL, name, propagation_policy="Background"
+        )
+    except ApiException as e:
+        if e.status != 404:
+            log(f"TFJob {namespace}/{name} could not be deleted: {_reason(e)}")
+
+
+def _reason(error) -> str:
+    """The API server's message for ERROR, else its status and reason."""
+    import json
+
+    try:
+        return json.loads(error.body)["message"]
+    except (TypeError, ValueError, KeyError):
+        return f"{error.status} {error.reason}"
+
+
+@contextlib.contextmanager
+def _stopped_by_sigterm():
+    """SIGTERM (KFP stopping the task's pod) ends the wait as an exception would: the job
+    is deleted on the way out. Only the main thread can take signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise TFJobFailed("the task was stopped (SIGTERM); the TFJob is deleted")
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)

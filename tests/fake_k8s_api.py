@@ -1,0 +1,222 @@
+"""A stand-in of the Kubernetes API server's TFJob and pod endpoints, for contract tests.
+
+The Trainer's task talks to the API server through the ``kubernetes`` client; no
+cluster runs here. ``FakeK8sApi`` answers the calls ``tf_job_runner`` makes, over
+HTTP, with the status codes and ``Status`` bodies the API server returns, and
+refuses what the real one refuses:
+
+- creating a TFJob: one the CRD schema refuses is 422 Invalid, one the Training
+  Operator's validating webhook refuses is 403 (controller-runtime answers a
+  validator's error as a denial), both by ``tfjob_contract`` (kubeflow/trainer
+  v1.9.4); an existing name is 409 AlreadyExists; otherwise 201 with the object,
+  a uid and a resourceVersion added;
+- reading one: 200, or 404 NotFound; each read moves the job one step along the
+  story the test gives it (conditions, as the operator sets them), the last step
+  staying;
+- deleting one: 200 with a Success Status, or 404;
+- listing pods by ``training.kubeflow.org/job-name`` and reading a pod's log
+  (``tailLines``, ``previous``, ``container``): the pods the test gives.
+
+What the operator does between (pods, Services, ``TF_CONFIG``) is not imitated here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import http.server
+import json
+import re
+import threading
+import urllib.parse
+import uuid
+
+from tfjob_contract import schema_errors, webhook_errors
+
+_JOBS = re.compile(r"^/apis/kubeflow\.org/v1/namespaces/([^/]+)/tfjobs(?:/([^/]+))?$")
+_PODS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods$")
+_LOG = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/log$")
+_WEBHOOK = "validating.tfjob.kubeflow.org"
+# Go's strconv.ParseBool, which the API server reads a boolean query parameter with.
+_GO_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
+
+
+@dataclasses.dataclass
+class FakePod:
+    """A worker's pod: its name, its container's exit (None: running), its log lines."""
+
+    name: str
+    job: str
+    exit_code: int | None = None
+    restarted_after: int | None = None  # the exit code before a restart (lastState)
+    log: str = ""
+    previous_log: str = ""
+
+
+def condition(kind: str, message: str = "") -> dict:
+    return {"type": kind, "status": "True", "reason": f"TFJob{kind}", "message": message}
+
+
+def story(*states: str) -> list[list[dict]]:
+    """The conditions after each read, as the operator leaves them: the new state True, the
+    ones before False."""
+    steps, seen = [], []
+    for state in states:
+        seen = [{**c, "status": "False"} for c in seen] + [condition(state)]
+        steps.append(seen)
+    return steps
+
+
+class FakeK8sApi:
+    """The state behind the endpoints, and what the client asked."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[tuple[str, str], dict] = {}
+        self.stories: dict[str, list[list[dict]]] = {}
+        self.pods: list[FakePod] = []
+        self.requests: list[tuple[str, str]] = []
+        self.deleted: list[str] = []
+        self.rejections: list[tuple[int, str]] = []
+        self.read = threading.Event()
+
+    def handle(self, method: str, path: str, query: dict, body: bytes) -> tuple[int, object]:
+        self.requests.append((method, path))
+        jobs, pods, log = _JOBS.match(path), _PODS.match(path), _LOG.match(path)
+        if jobs and method == "POST" and not jobs.group(2):
+            return self._create(jobs.group(1), json.loads(body))
+        if jobs and jobs.group(2):
+            key = (jobs.group(1), jobs.group(2))
+            if key not in self.jobs:
+                return _status(404, "NotFound", f'tfjobs.kubeflow.org "{key[1]}" not found')
+            if method == "GET":
+                self.read.set()
+                return 200, self._advance(key)
+            if method == "DELETE":
+                del self.jobs[key]
+                self.deleted.append(key[1])
+                return 200, {"kind": "Status", "apiVersion": "v1", "status": "Success"}
+        if pods and method == "GET":
+            selector = query.get("labelSelector", [""])[0]
+            name = selector.removeprefix("training.kubeflow.org/job-name=")
+            return 200, {
+                "kind": "PodList",
+                "apiVersion": "v1",
+                "items": [_pod(p) for p in self.pods if p.job == name],
+            }
+        if log and method == "GET":
+            [pod] = [p for p in self.pods if p.name == log.group(2)] or [None]
+            if pod is None:
+                return _status(404, "NotFound", f'pods "{log.group(2)}" not found')
+            if query.get("container", ["tensorflow"])[0] != "tensorflow":
+                return _status(400, "BadRequest", "container not valid for pod")
+            previous = query.get("previous", ["false"])[0] in _GO_TRUE
+            text = pod.previous_log if previous else pod.log
+            tail = query.get("tailLines")
+            lines = text.splitlines(keepends=True)
+            return 200, "".join(lines[-int(tail[0]) :] if tail else lines)
+        return _status(404, "NotFound", f"the server could not find {method} {path}")
+
+    def _create(self, namespace: str, job: dict) -> tuple[int, object]:
+        name = job.get("metadata", {}).get("name", "")
+        errors = schema_errors(job)
+        if errors:
+            return self._reject(422, "Invalid", f'TFJob.kubeflow.org "{name}" is invalid: {errors}')
+        errors = webhook_errors(job)
+        if errors:
+            return self._reject(
+                403,
+                "Forbidden",
+                f'admission webhook "{_WEBHOOK}" denied the request: [{", ".join(errors)}]',
+            )
+        if (namespace, name) in self.jobs:
+            return self._reject(
+                409, "AlreadyExists", f'tfjobs.kubeflow.org "{name}" already exists'
+            )
+        created = json.loads(json.dumps(job))
+        created["metadata"].update(uid=str(uuid.uuid4()), resourceVersion="1", generation=1)
+        created["status"] = {}
+        self.jobs[(namespace, name)] = created
+        return 201, created
+
+    def _reject(self, code: int, reason: str, message: str) -> tuple[int, object]:
+        self.rejections.append((code, message))
+        return _status(code, reason, message)
+
+    def _advance(self, key: tuple[str, str]) -> dict:
+        steps = self.stories.get(key[1], [])
+        job = self.jobs[key]
+        if steps:
+            job["status"] = {"conditions": steps.pop(0) if len(steps) > 1 else steps[0]}
+        return job
+
+
+def _status(code: int, reason: str, message: str) -> tuple[int, dict]:
+    return code, {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+
+
+def _pod(pod: FakePod) -> dict:
+    def terminated(code):
+        return {"terminated": {"exitCode": code, "reason": "Error" if code else "Completed"}}
+
+    status = {
+        "name": "tensorflow",
+        "image": "image",
+        "imageID": "image-id",
+        "ready": pod.exit_code is None,
+        "restartCount": 0 if pod.restarted_after is None else 1,
+        "state": terminated(pod.exit_code) if pod.exit_code is not None else {"running": {}},
+    }
+    if pod.restarted_after is not None:
+        status["lastState"] = terminated(pod.restarted_after)
+    return {
+        "metadata": {"name": pod.name, "labels": {"training.kubeflow.org/job-name": pod.job}},
+        "status": {
+            "phase": "Failed" if pod.exit_code else "Running",
+            "containerStatuses": [status],
+        },
+    }
+
+
+class FakeK8sServer:
+    """Serves a FakeK8sApi on 127.0.0.1 at ``url`` until ``close``."""
+
+    def __init__(self, api: FakeK8sApi) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                parsed = urllib.parse.urlparse(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                code, body = api.handle(
+                    self.command, parsed.path, urllib.parse.parse_qs(parsed.query),
+                    self.rfile.read(length),
+                )  # fmt: skip
+                text = body if isinstance(body, str) else json.dumps(body)
+                self.send_response(code)
+                self.send_header(
+                    "Content-Type", "text/plain" if isinstance(body, str) else "application/json"
+                )
+                self.send_header("Content-Length", str(len(text.encode())))
+                self.end_headers()
+                self.wfile.write(text.encode())
+
+            do_GET = do_POST = do_DELETE = _answer
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,176 @@
+"""The Trainer's task creating, waiting for and deleting its TFJob, against the API stand-in.
+
+A contract test: ``fake_k8s_api`` answers the ``kubernetes`` client's calls as the API
+server and the Training Operator's webhook would (kubeflow/trainer v1.9.4), and plays
+the conditions the operator would set: Created, Running, Restarting, Succeeded,
+Failed. The client, its HTTP and the runner are the real ones.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from kubernetes import client
+
+from conftest import REPO_ROOT
+from fake_k8s_api import FakeK8sApi, FakeK8sServer, FakePod, story
+from tfrecord_pipelines.kubeflow import tf_job, tf_job_runner
+from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
+
+NAMESPACE = "team-a"
+NAME = "trainer-pod-1"
+
+
+def _job(**overrides) -> dict:
+    arguments = dict(
+        name=NAME, namespace=NAMESPACE, image="image:1", command=["python", "-m", "x"],
+        workers=3, resources=TrainerResources(gpus=1),
+    )  # fmt: skip
+    return tf_job.tf_job(**{**arguments, **overrides})
+
+
+@pytest.fixture
+def api():
+    api = FakeK8sApi()
+    server = FakeK8sServer(api)
+    configuration = client.Configuration()
+    configuration.host = server.url
+    api_client = client.ApiClient(configuration)
+    api.url = server.url
+    api.clients = {
+        "custom_objects": client.CustomObjectsApi(api_client),
+        "core": client.CoreV1Api(api_client),
+    }
+    yield api
+    api_client.close()
+    server.close()
+
+
+def _run(api, job=None, timeout_s=30.0):
+    lines = []
+    outcome = tf_job_runner.run(
+        job or _job(), **api.clients, timeout_s=timeout_s, poll_s=0.01, log=lines.append
+    )
+    return outcome, lines
+
+
+def test_a_job_that_succeeds_gives_the_chiefs_log_and_is_deleted(api):
+    api.stories[NAME] = story("Created", "Running", "Succeeded")
+    api.pods = [
+        FakePod(f"{NAME}-worker-{i}", NAME, exit_code=0, log=f"worker {i} trained\n")
+        for i in range(3)
+    ]
+    outcome, lines = _run(api)
+    assert (outcome.state, outcome.chief_log) == ("Succeeded", "worker 0 trained\n")
+    assert [line.split(": ")[1] for line in lines[:3]] == ["Created.", "Running.", "Succeeded."]
+    assert "worker 0 trained" in lines[-1]
+    assert api.deleted == [NAME] and not api.jobs
+
+
+def test_a_restart_is_reported_and_the_wait_goes_on(api):
+    api.stories[NAME] = story("Created", "Running", "Restarting", "Running", "Succeeded")
+    api.pods = [FakePod(f"{NAME}-worker-0", NAME, exit_code=0, log="done\n")]
+    outcome, lines = _run(api)
+    assert outcome.state == "Succeeded"
+    assert [line.split(": ")[1] for line in lines[:5]] == [
+        "Created.", "Running.", "Restarting.", "Running.", "Succeeded.",
+    ]  # fmt: skip
+
+
+def test_a_failed_job_is_one_line_naming_the_replica_after_its_last_lines(api):
+    api.stories[NAME] = story("Created", "Running", "Failed")
+    log = "".join(f"step {i}\n" for i in range(40)) + "ValueError: the shards ran out\n"
+    api.pods = [
+        FakePod(f"{NAME}-worker-0", NAME),
+        FakePod(f"{NAME}-worker-2", NAME, exit_code=1, log=log),
+    ]
+    with pytest.raises(tf_job_runner.TFJobFailed) as failed:
+        _run(api)
+    message = str(failed.value)
+    assert message == (
+        f"TFJob {NAMESPACE}/{NAME} failed: {NAME}-worker-2 exited 1: ValueError: the shards ran out"
+    )
+    assert api.deleted == [NAME]
+
+
+def test_a_worker_that_failed_before_a_restart_is_read_from_its_previous_log(api):
+    api.stories[NAME] = story("Running", "Failed")
+    api.pods = [FakePod(f"{NAME}-worker-1", NAME, restarted_after=137, previous_log="OOMKilled\n")]
+    with pytest.raises(tf_job_runner.TFJobFailed, match=f"{NAME}-worker-1 exited 137: OOMKilled$"):
+        _run(api)
+
+
+def test_a_job_that_does_not_end_in_time_is_deleted(api):
+    api.stories[NAME] = story("Created", "Running")
+    with pytest.raises(
+        tf_job_runner.TFJobFailed, match="did not finish in 0 s .last state: Running.; deleted"
+    ):
+        _run(api, timeout_s=0.2)
+    assert api.deleted == [NAME]
+
+
+@pytest.mark.parametrize(
+    ("change", "code", "words"),
+    [
+        (lambda j: j["spec"]["tfReplicaSpecs"]["Worker"].update(replicas="3"), 422, "is invalid"),
+        (
+            lambda j: j["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][
+                0
+            ].update(name="main"),
+            403,
+            "denied the request",
+        ),
+    ],
+)
+def test_a_job_the_api_refuses_fails_in_one_line_and_nothing_runs(api, change, code, words):
+    job = _job()
+    change(job)
+    with pytest.raises(tf_job_runner.TFJobFailed, match=f"could not be created: .*{words}") as e:
+        _run(api, job)
+    assert "\n" not in str(e.value)
+    assert [c for c, _ in api.rejections] == [code] and not api.jobs and not api.deleted
+
+
+def test_a_name_in_use_is_refused_and_the_other_job_is_left_alone(api):
+    api.stories[NAME] = story("Running")
+    api.jobs[(NAMESPACE, NAME)] = {"metadata": {"name": NAME}, "status": {}}
+    with pytest.raises(tf_job_runner.TFJobFailed, match="already exists"):
+        _run(api)
+    assert [c for c, _ in api.rejections] == [409]
+
+
+def test_a_stopped_task_deletes_its_job(api):
+    # KFP stops a cancelled run's task with SIGTERM: the task deletes its job on the way out.
+    api.stories[NAME] = story("Created", "Running")
+    script = textwrap.dedent(f"""
+        import json, sys
+        from kubernetes import client
+        from tfrecord_pipelines.kubeflow import tf_job_runner
+        configuration = client.Configuration()
+        configuration.host = {api.url!r}
+        api_client = client.ApiClient(configuration)
+        try:
+            tf_job_runner.run(
+                json.loads(sys.argv[1]), custom_objects=client.CustomObjectsApi(api_client),
+                core=client.CoreV1Api(api_client), timeout_s=60, poll_s=0.05, log=print,
+            )
+        except tf_job_runner.TFJobFailed as e:
+            sys.exit(f"error: {{e}}")
+    """)
+    task = subprocess.Popen(
+        [sys.executable, "-c", script, json.dumps(_job())],
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert api.read.wait(timeout=60), "the task never read its job"
+    task.send_signal(signal.SIGTERM)
+    _, err = task.communicate(timeout=60)
+    assert task.returncode == 1
+    assert err.strip().splitlines()[-1] == (
+        "error: the task was stopped (SIGTERM); the TFJob is deleted"
+    )
+    assert api.deleted == [NAME]
