@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import math
 import os
+import tempfile
 from collections.abc import Callable
 
 import tensorflow as tf
@@ -16,7 +18,7 @@ from tfrecord_pipelines.components.storage import filesystem
 from tfrecord_pipelines.components.task import Task, transformed_name
 from tfrecord_pipelines.components.trainer import warm_start
 from tfrecord_pipelines.components.trainer.data_service import DataService, wait_for_workers
-from tfrecord_pipelines.components.trainer.dataset import make_dataset
+from tfrecord_pipelines.components.trainer.dataset import list_files, make_dataset
 from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
 from tfrecord_pipelines.components.trainer.image_sizing import sample_images
 from tfrecord_pipelines.components.trainer.input_stall import InputStallReport
@@ -41,10 +43,16 @@ from tfrecord_pipelines.components.trainer.training_length import (
     split_records,
     write_training_report,
 )
+from tfrecord_pipelines.components.trainer.workers import Workers
 
 
-def choose_strategy() -> tf.distribute.Strategy:
-    """MirroredStrategy across the visible GPUs when there are several; else the default."""
+def choose_strategy(workers: Workers | None = None) -> tf.distribute.Strategy:
+    """MultiWorkerMirroredStrategy when several workers train (``TF_CONFIG``);
+    MirroredStrategy across the visible GPUs when there are several; else the default."""
+    if workers and workers.count > 1:
+        # Before anything lists devices: that starts TensorFlow's runtime, after which
+        # the strategy can no longer configure the collectives.
+        return tf.distribute.MultiWorkerMirroredStrategy()
     gpus = tf.config.list_logical_devices("GPU")
     if len(gpus) > 1:
         return tf.distribute.MirroredStrategy()
@@ -156,7 +164,10 @@ def run_fn(fn_args: FnArgs) -> None:
     Reads the examples with ``make_dataset`` (feature spec from the Transform
     output; for raw examples the Transform graph runs in the input pipeline,
     and images are decoded there), trains under MirroredStrategy when several
-    GPUs are visible, reports the input stall of every epoch (TensorBoard and
+    GPUs are visible, or MultiWorkerMirroredStrategy when ``TF_CONFIG`` names several
+    workers (a TFJob's: each reads its own share of the train shards, worker 0 alone
+    writes the model and the reports, the others write to a scratch folder they
+    remove), reports the input stall of every epoch (TensorBoard and
     ``input_stall.json`` in the model run folder) and saves the model with
     its serving signatures. Given a ``base_model`` whose inputs and
     vocabularies are this model's, it starts from its weights and trains for
@@ -169,9 +180,32 @@ def run_fn(fn_args: FnArgs) -> None:
     """
     task = Task.from_custom_config(fn_args.custom_config)
     options = TrainingOptions.from_custom_config(fn_args.custom_config)
+    workers = Workers.from_environment()
+    # One worker reads the split by its patterns (no look-up per file in a bucket); several
+    # each read their own shards, dealt out before any collective starts: every worker
+    # sees the same files and refuses alike, none is left waiting for another.
+    train_files = list(fn_args.train_files)
+    if workers.count > 1:
+        every_file = list_files(fn_args.train_files)
+        train_files = workers.own_files(every_file)
+        logging.info(
+            "Trainer worker %d of %d%s: %d of the %d train shards.",
+            workers.index,
+            workers.count,
+            " (the chief)" if workers.is_chief else "",
+            len(train_files),
+            len(every_file),
+        )
     if options.mixed_precision:
         tf.keras.mixed_precision.set_global_policy("mixed_float16")
-    strategy = choose_strategy()
+    strategy = choose_strategy(workers)
+    backup = backup_dir(fn_args)
+    if not workers.is_chief:
+        # Every worker saves (the save runs collectives), the chief alone where it counts.
+        scratch = tempfile.mkdtemp(prefix=f"trainer-worker-{workers.index}-")
+        fn_args = copy.copy(fn_args)
+        fn_args.serving_model_dir = os.path.join(scratch, "serving_model")
+        fn_args.model_run_dir = os.path.join(scratch, "model_run")
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
     reading = _reading(fn_args, task, options, tf_transform_output)
     train_records = split_records(fn_args.train_files)
@@ -202,7 +236,16 @@ def run_fn(fn_args: FnArgs) -> None:
             length,
         )
     )
-    train, evaluation = _datasets(fn_args, task, reading, options, batch_size, cache, service)
+    train, evaluation = _datasets(
+        fn_args, train_files, task, reading, options, batch_size, cache, service
+    )
+    if workers.count > 1:
+        # The shards are dealt out already: tf.distribute must not shard them again.
+        no_sharding = tf.data.Options()
+        no_sharding.experimental_distribute.auto_shard_policy = (
+            tf.data.experimental.AutoShardPolicy.OFF
+        )
+        train = train.with_options(no_sharding)
     logging.info(
         "Training %d steps (%s: %d examples, %.2f epochs of the %d-example train split) "
         "with %s on %d replica(s), batch %d, cache %s.",
@@ -216,7 +259,7 @@ def run_fn(fn_args: FnArgs) -> None:
         batch_size,
         cache or "none",
     )
-    _fit(model, fn_args, train, evaluation, length.steps, options.epoch_steps, service)
+    _fit(model, fn_args, train, evaluation, length.steps, options.epoch_steps, service, backup)
     if cache and cache != CACHE_MEMORY:
         filesystem.remove_tree(os.path.dirname(cache))
     # Without save_traces Keras does not trace every layer's call functions again beside
@@ -229,6 +272,8 @@ def run_fn(fn_args: FnArgs) -> None:
         save_traces=False,
     )
     warm_start.save(serving_model, fn_args.serving_model_dir, inputs)
+    if not workers.is_chief:
+        filesystem.remove_tree(scratch)
 
 
 def _start_from_base_model(fn_args: FnArgs, serving_model, inputs, length, train_records: int):
@@ -280,6 +325,7 @@ def _data_service(options: TrainingOptions) -> DataService | None:
 
 def _datasets(
     fn_args: FnArgs,
+    train_files: list[str],
     task: Task,
     reading: _Reading,
     options: TrainingOptions,
@@ -295,7 +341,7 @@ def _datasets(
         image=reading.image,
     )
     train = make_dataset(
-        fn_args.train_files,
+        train_files,
         batch_size=batch_size,
         training=True,
         cache=cache,
@@ -319,13 +365,13 @@ def _fit(
     steps: int,
     epoch_steps: int,
     service: DataService | None,
+    backup: str,
 ) -> None:
-    """Trains ``steps`` steps, going on from an interrupted execution's backup if one is there,
-    reporting every ``epoch_steps`` (validation, input stall, TensorBoard)."""
+    """Trains ``steps`` steps, going on from an interrupted execution's backup in ``backup``
+    if one is there, reporting every ``epoch_steps`` (validation, input stall, TensorBoard)."""
     # Keras epochs are reporting periods (validation, input stall), not passes over the data.
     epochs = math.ceil(steps / epoch_steps)
     steps_per_epoch = math.ceil(steps / epochs)
-    backup = backup_dir(fn_args)
     resumed_epochs = epochs_done(backup)
     if resumed_epochs:
         logging.info(

@@ -1,0 +1,152 @@
+"""Two Trainer workers on 127.0.0.1, as a TFJob's pods train: the same inputs, TF_CONFIG each.
+
+The bundled pipeline runs once (its Trainer a single process); then two processes run
+the Trainer's own ``run_fn`` on that run's examples and Transform output with the
+custom_config the pipeline gave its Trainer, each with the ``TF_CONFIG`` the
+Training Operator would set (its Service names mapped to 127.0.0.1 ports):
+MultiWorkerMirroredStrategy, each worker on its own shards, worker 0 the chief.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import REPO_ROOT, free_port, run_cli, run_summary
+from example_data import read_split
+from tfrecord_pipelines.local.run_record import open_store, read_run
+
+pytestmark = pytest.mark.e2e
+
+STEPS = 60
+WORKERS = 2
+# Each worker's hard limit: a worker that waits on a peer that is gone must not hang the suite.
+WORKER_TIMEOUT_S = 300
+
+# The worker's program: the Trainer's run_fn on FnArgs read from a JSON file.
+_WORKER = textwrap.dedent("""
+    import json, logging, os, sys
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    logging.basicConfig(level=logging.INFO)  # as TFX's executors log
+    from tfx.components.trainer.fn_args_utils import FnArgs
+    from tfrecord_pipelines.components.trainer.run import run_fn
+    run_fn(FnArgs(**json.load(open(sys.argv[1]))))
+""")
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory):
+    """The bundled pipeline's run, its Trainer one process; the Trainer's inputs as FnArgs."""
+    output = tmp_path_factory.mktemp("single")
+    ran = run_cli("run", "--output", str(output), "--train-steps", str(STEPS))
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    summary = run_summary(output, "penguins", ran.stdout)
+    store = open_store(str(output / "metadata" / "penguins" / "metadata.db"))
+    run_id = next(line.split()[-1] for line in ran.stdout.splitlines() if "run id:" in line)
+    trainer = read_run(store, "penguins", run_id)["Trainer"]
+    examples = trainer.inputs["examples"][0].uri
+    properties = trainer.execution.custom_properties
+    fn_args = {
+        "train_files": [f"{examples}/Split-train/*"],
+        "eval_files": [f"{examples}/Split-eval/*"],
+        "transform_output": trainer.inputs["transform_graph"][0].uri,
+        "train_steps": STEPS,
+        "eval_steps": json.loads(properties["eval_args"].string_value).get("num_steps"),
+        "custom_config": json.loads(properties["custom_config"].string_value),
+    }
+    return summary, fn_args, Path(examples)
+
+
+@pytest.fixture(scope="module")
+def two_workers(single, tmp_path_factory):
+    """The two workers' processes, run to their end: (return code, log) each, and where
+    the chief wrote the model."""
+    _, fn_args, _ = single
+    folder = tmp_path_factory.mktemp("two_workers")
+    # <Trainer>/model_run/<execution>: the backup folder is beside it, shared by both.
+    outputs = {
+        "serving_model_dir": str(folder / "Trainer" / "model" / "1" / "Format-Serving"),
+        "model_run_dir": str(folder / "Trainer" / "model_run" / "1"),
+    }
+    arguments = folder / "fn_args.json"
+    arguments.write_text(json.dumps({**fn_args, **outputs}))
+    addresses = [f"127.0.0.1:{free_port()}" for _ in range(WORKERS)]
+    processes = []
+    for index in range(WORKERS):
+        scratch = folder / f"tmp-{index}"
+        scratch.mkdir()
+        tf_config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
+        environment = {**os.environ, "TF_CONFIG": json.dumps(tf_config), "TMPDIR": str(scratch)}
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, "-c", _WORKER, str(arguments)],
+                cwd=REPO_ROOT,
+                env=environment,
+                text=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        )
+    results = []
+    try:
+        for process in processes:
+            log, _ = process.communicate(timeout=WORKER_TIMEOUT_S)
+            results.append((process.returncode, log))
+    finally:
+        for process in processes:
+            process.kill()
+    return results, Path(outputs["serving_model_dir"]), folder
+
+
+def _shards(log: str) -> tuple[int, int]:
+    [line] = [line for line in log.splitlines() if "Trainer worker" in line]
+    words = line.split(": ")[-1].split()
+    return int(words[0]), int(words[3])
+
+
+def test_each_worker_reads_its_own_half_of_the_shards_and_together_all(two_workers, single):
+    results, _, _ = two_workers
+    for code, log in results:
+        assert code == 0, log[-3000:]
+    for _, log in results:
+        training = [line for line in log.splitlines() if "Training " in line and " steps " in line]
+        # tf.distribute.MultiWorkerMirroredStrategy's class is CollectiveAllReduceStrategy.
+        assert training and "CollectiveAllReduceStrategy on 2 replica(s)" in training[0], log[
+            -3000:
+        ]
+    own = [_shards(log) for _, log in results]
+    train_shards = len(list((single[2] / "Split-train").iterdir()))
+    assert [total for _, total in own] == [train_shards] * WORKERS
+    assert sum(count for count, _ in own) == train_shards
+    assert abs(own[0][0] - own[1][0]) <= 1
+
+
+def test_the_chief_alone_writes_one_model(two_workers):
+    _, serving, folder = two_workers
+    assert (serving / "saved_model.pb").exists()
+    assert sorted(p.name for p in (folder / "Trainer" / "model").iterdir()) == ["1"]
+    for index in range(WORKERS):
+        # The other worker's scratch copy of the model is gone.
+        assert list((folder / f"tmp-{index}").iterdir()) == []
+
+
+def test_the_model_scores_the_eval_split_as_the_single_process_one(two_workers, single):
+    summary, _, examples = single
+    _, serving, _ = two_workers
+    rows = read_split(examples / "Split-eval")
+    serve = tf.saved_model.load(str(serving)).signatures["serving_default"]
+    served = serve(examples=tf.constant([r.SerializeToString() for r in rows]))
+    classes = served["classes"].numpy()
+    predicted = classes[np.arange(len(rows)), np.argmax(served["scores"].numpy(), axis=1)]
+    labels = [r.features.feature["species"].bytes_list.value[0] for r in rows]
+    accuracy = float(np.mean([p == a for p, a in zip(predicted, labels, strict=True)]))
+    (low, high), _ = summary.intervals["sparse_categorical_accuracy"]
+    assert low <= accuracy <= high, (accuracy, summary.metrics["sparse_categorical_accuracy"])
