@@ -21,9 +21,9 @@ What the object holds, and why (kubeflow/trainer v1.9.4, 4445c12a):
 - A name that leaves room for the operator's pod and Service names,
   ``<job>-worker-<index>`` (pkg/core/utils.go:30, GenGeneralName), which must be
   DNS-1035 labels of at most 63 characters as the job's own name must be
-  (pkg/webhooks/tensorflow/tfjob_webhook.go:77).
+  (pkg/webhooks/tensorflow/tfjob_webhook.go:74).
 - The container named ``tensorflow``: the webhook refuses a replica without
-  one (tfjob_webhook.go:111-117), and the operator adds the port to it.
+  one (tfjob_webhook.go:113-120), and the operator adds its port to that one.
 """
 
 from __future__ import annotations
