@@ -15,7 +15,11 @@ submodule asked for:
   schemas: 1.5 CPU-s for ``compile``'s one ``kubernetes.utils.parse_quantity``.
 
 About 2 CPU-seconds in every process that runs or hosts a component, and 5 in a
-pod of SpanWindow or RecordRun. ``defer_package_inits`` makes Python import them as
+pod of SpanWindow or RecordRun. Only the project's own processes call
+``defer_package_inits``: ``python -m tfrecord_pipelines`` and the pods' entry
+points (``kubeflow.kfp_executor``, ``kubeflow.reusable.entry``), first thing. A
+user's process that imports the package (their own TFX or KFP pipeline reusing
+a component) imports the three packages as Python does. ``defer_package_inits`` makes Python import them as
 packages whose submodules import as usual and whose ``__init__`` runs the first
 time one of its own names (``tfx.components.Trainer``, ``kfp.Client``,
 ``kfp.__version__``, ``from tfx.components import *``) is asked for: every name

@@ -14,10 +14,3 @@ if __name__ != "tfrecord_pipelines":
         f"{__name__!r} is a folder of tfrecord-pipelines, not an import name: use "
         "tfrecord_pipelines (python -m tfrecord_pipelines ...)"
     )
-
-# Before anything imports TFX or KFP: the __init__ of tfx.components (every standard
-# component) and of kfp (kfp.Client, Kubernetes' client) runs only if one of its
-# names is used (components/deferred_inits.py).
-from tfrecord_pipelines.components import deferred_inits as _deferred_inits  # noqa: E402
-
-_deferred_inits.defer_package_inits()

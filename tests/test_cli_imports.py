@@ -75,8 +75,12 @@ def test_answers_before_any_heavy_import(tmp_path, argv):
     assert found["status"] == (0 if "--help" in argv else 2)
 
 
-_COMPONENT_PROCESS = """
-import json, sys
+_ENTRY_POINT_PROCESS = """
+import contextlib, io, json, runpy, sys
+# Started as the command or the pod starts it (python -m), answering --help.
+sys.argv = [sys.argv[1], "--help"]
+with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+    runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
 import tfrecord_pipelines.local.runner, tfrecord_pipelines.definition.pipeline
 import tfrecord_pipelines.kubeflow.kfp_executor, tfrecord_pipelines.kubeflow.trainer_resources
 from tfrecord_pipelines.components import deferred_inits
@@ -96,13 +100,21 @@ seen["infra_validator"] = "InfraValidator" in dir(tfx.components)
 print(json.dumps(seen))
 """
 
+# The project's own processes: the command line, and the two entry points of the pods.
+ENTRY_POINTS = (
+    "tfrecord_pipelines",
+    "tfrecord_pipelines.kubeflow.kfp_executor",
+    "tfrecord_pipelines.kubeflow.reusable.entry",
+)
 
-def test_a_run_or_pod_imports_no_unused_tfx_component():
+
+@pytest.mark.parametrize("entry_point", ENTRY_POINTS)
+def test_a_run_or_pod_imports_no_unused_tfx_component(entry_point):
     """What `run` and a pod import before a component runs leaves the __init__ of
     tfx.components (every standard component: keras_tuner), kfp (kfp.Client) and kubernetes
     (its dynamic client: kubernetes_validate) unrun; their names still resolve."""
     done = subprocess.run(
-        [sys.executable, "-c", _COMPONENT_PROCESS],
+        [sys.executable, "-c", _ENTRY_POINT_PROCESS, entry_point],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -118,4 +130,44 @@ def test_a_run_or_pod_imports_no_unused_tfx_component():
         "deferred_after_name": False,
         "infra_validator": True,
         "kfp_version": True,
+    }
+
+
+_LIBRARY_PROCESS = """
+import importlib.machinery, json, sys, types
+finders = list(sys.meta_path)
+# What a user's own TFX or KFP pipeline imports to reuse a component, then the three packages.
+import tfrecord_pipelines, tfrecord_pipelines.components.trainer.dataset
+import tfrecord_pipelines.components.example_gen.component
+import tfrecord_pipelines.kubeflow.reusable.definitions
+import tfx.components, kfp, kubernetes
+packages = [sys.modules[name] for name in ("tfx.components", "kfp", "kubernetes")]
+print(json.dumps({
+    # Finders the libraries add for themselves (six's, TFX's own) are theirs; none is ours.
+    "our_finders": [type(f).__module__ for f in sys.meta_path
+                    if f not in finders and type(f).__module__.startswith("tfrecord_pipelines")],
+    "plain_modules": [type(m) is types.ModuleType for m in packages],
+    "source_loaders": [
+        type(m.__spec__.loader) is importlib.machinery.SourceFileLoader for m in packages
+    ],
+    "inits_ran": ["Trainer" in vars(tfx.components), "kfp.client" in sys.modules,
+                  "kubernetes.client" in sys.modules],
+}))
+"""
+
+
+def test_a_library_import_leaves_tfx_kfp_and_kubernetes_as_python_imports_them():
+    done = subprocess.run(
+        [sys.executable, "-c", _LIBRARY_PROCESS],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "our_finders": [],
+        "plain_modules": [True, True, True],
+        "source_loaders": [True, True, True],
+        "inits_ran": [True, True, True],
     }

@@ -48,6 +48,13 @@ entry point in the same process:
 
 from __future__ import annotations
 
+if __name__ == "__main__":
+    # The pod's process (``python -m``): the package inits of TFX's components, KFP and
+    # Kubernetes run only when used, before anything here imports them (deferred_inits).
+    from tfrecord_pipelines.components import deferred_inits
+
+    deferred_inits.defer_package_inits()
+
 import argparse
 import json
 import os
