@@ -16,14 +16,16 @@ submodule asked for:
 
 About 2 CPU-seconds in every process that runs or hosts a component, and 5 in a
 pod of SpanWindow or RecordRun. Only the project's own processes call
-``defer_package_inits``: ``python -m tfrecord_pipelines`` and the pods' entry
-points (``kubeflow.kfp_executor``, ``kubeflow.reusable.entry``), first thing. A
+``defer_package_inits``, first thing: the command line's ``main`` and the pods'
+entry points (``kubeflow.kfp_executor``, ``kubeflow.reusable.entry``). A
 user's process that imports the package (their own TFX or KFP pipeline reusing
-a component) imports the three packages as Python does. ``defer_package_inits`` makes Python import them as
-packages whose submodules import as usual and whose ``__init__`` runs the first
-time one of its own names (``tfx.components.Trainer``, ``kfp.Client``,
-``kfp.__version__``, ``from tfx.components import *``) is asked for: every name
-those files define still resolves, to the same objects.
+a component) imports the three packages as Python does.
+
+``defer_package_inits`` makes Python import them as packages whose submodules
+import as usual and whose ``__init__`` runs the first time one of its own names
+(``tfx.components.Trainer``, ``kfp.Client``, ``kfp.__version__``, ``from
+tfx.components import *``) is asked for: every name those files define still
+resolves, to the same objects.
 """
 
 from __future__ import annotations

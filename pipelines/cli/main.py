@@ -11,6 +11,7 @@ import warnings
 
 from tfrecord_pipelines.cli import data_commands, kubeflow_commands, report_command, run_command
 from tfrecord_pipelines.cli.usage import UsageError
+from tfrecord_pipelines.components import deferred_inits
 from tfrecord_pipelines.components.storage import object_stores
 from tfrecord_pipelines.local.disk_space import DiskFull
 from tfrecord_pipelines.local.output_lock import OutputInUse
@@ -83,6 +84,9 @@ def _configure_logging(verbose: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs the CLI; returns the exit status."""
+    # The command's own process (python -m tfrecord_pipelines, or the tfrecord-pipelines
+    # script): the package inits of TFX's components, KFP and Kubernetes run only when used.
+    deferred_inits.defer_package_inits()
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
