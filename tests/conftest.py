@@ -31,8 +31,9 @@ PIPELINE_COMPONENTS = (
 # pipeline runs and fault tests.
 _HEAVIEST_MARKS = (("image",), ("e2e", "faults"))
 # The first image module's worker builds the image (minutes; from an empty cache, as in
-# CI, about 5 with the local Python base's debootstrap): meanwhile the other worker runs this many pipeline modules instead of
-# waiting on the build's lock, then the other image modules.
+# CI, about 5 with the local Python base's debootstrap): meanwhile the other worker runs
+# this many pipeline modules instead of waiting on the build's lock, then the other image
+# modules.
 _WHILE_THE_IMAGE_BUILDS = 5
 
 
