@@ -28,7 +28,6 @@ from tfrecord_pipelines.kubeflow import tf_job
 
 GROUP = "kubeflow.org"
 VERSION = "v1"
-FINAL = ("Succeeded", "Failed")
 # pkg/apis/kubeflow.org/v1/common_types.go:34, the label the operator puts on the job's pods.
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 LOG_LINES = 20
