@@ -75,6 +75,19 @@ def test_answers_before_any_heavy_import(tmp_path, argv):
     assert found["status"] == (0 if "--help" in argv else 2)
 
 
+def _probe(script: str, *argv: str) -> dict:
+    """What SCRIPT, run in a fresh interpreter, printed as JSON on its last line."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *argv],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 _ENTRY_POINT_PROCESS = """
 import contextlib, io, json, runpy, sys
 # Started as the command or the pod starts it (python -m), answering --help.
@@ -113,15 +126,7 @@ def test_a_run_or_pod_imports_no_unused_tfx_component(entry_point):
     """What `run` and a pod import before a component runs leaves the __init__ of
     tfx.components (every standard component: keras_tuner), kfp (kfp.Client) and kubernetes
     (its dynamic client: kubernetes_validate) unrun; their names still resolve."""
-    done = subprocess.run(
-        [sys.executable, "-c", _ENTRY_POINT_PROCESS, entry_point],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+    assert _probe(_ENTRY_POINT_PROCESS, entry_point) == {
         "deferred": [True, True],
         "unused": [],
         "submodule": "tfx.components.evaluator",
@@ -157,15 +162,7 @@ print(json.dumps({
 
 
 def test_a_library_import_leaves_tfx_kfp_and_kubernetes_as_python_imports_them():
-    done = subprocess.run(
-        [sys.executable, "-c", _LIBRARY_PROCESS],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+    assert _probe(_LIBRARY_PROCESS) == {
         "our_finders": [],
         "plain_modules": [True, True, True],
         "source_loaders": [True, True, True],

@@ -181,31 +181,12 @@ def run_fn(fn_args: FnArgs) -> None:
     task = Task.from_custom_config(fn_args.custom_config)
     options = TrainingOptions.from_custom_config(fn_args.custom_config)
     workers = Workers.from_environment()
-    # One worker reads the split by its patterns (no look-up per file in a bucket); several
-    # each read their own shards, dealt out before any collective starts: every worker
-    # sees the same files and refuses alike, none is left waiting for another.
-    train_files = list(fn_args.train_files)
-    if workers.count > 1:
-        every_file = list_files(fn_args.train_files)
-        train_files = workers.own_files(every_file)
-        logging.info(
-            "Trainer worker %d of %d%s: %d of the %d train shards.",
-            workers.index,
-            workers.count,
-            " (the chief)" if workers.is_chief else "",
-            len(train_files),
-            len(every_file),
-        )
+    train_files = _own_train_files(fn_args, workers)
     if options.mixed_precision:
         tf.keras.mixed_precision.set_global_policy("mixed_float16")
     strategy = choose_strategy(workers)
     backup = backup_dir(fn_args)
-    if not workers.is_chief:
-        # Every worker saves (the save runs collectives), the chief alone where it counts.
-        scratch = tempfile.mkdtemp(prefix=f"trainer-worker-{workers.index}-")
-        fn_args = copy.copy(fn_args)
-        fn_args.serving_model_dir = os.path.join(scratch, "serving_model")
-        fn_args.model_run_dir = os.path.join(scratch, "model_run")
+    fn_args, scratch = _outputs_of(fn_args, workers)
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
     reading = _reading(fn_args, task, options, tf_transform_output)
     train_records = split_records(fn_args.train_files)
@@ -225,27 +206,13 @@ def run_fn(fn_args: FnArgs) -> None:
     serving_model = tf.keras.Model(model.inputs, model.outputs)
     length = _start_from_base_model(fn_args, serving_model, inputs, length, train_records)
     service = _data_service(options)
-    # The workers read each epoch anew: a cache there would hold only some shards.
-    cache = (
-        None
-        if service
-        else resolve_cache(
-            options.cache,
-            reading.cached_bytes_per_record,
-            os.path.basename(fn_args.model_run_dir),
-            length,
-        )
-    )
+    # The service's workers read each epoch anew: a cache there would hold only some shards.
+    cache = None if service else _cache(options, reading, fn_args, length)
     train, evaluation = _datasets(
         fn_args, train_files, task, reading, options, batch_size, cache, service
     )
     if workers.count > 1:
-        # The shards are dealt out already: tf.distribute must not shard them again.
-        no_sharding = tf.data.Options()
-        no_sharding.experimental_distribute.auto_shard_policy = (
-            tf.data.experimental.AutoShardPolicy.OFF
-        )
-        train = train.with_options(no_sharding)
+        train = _without_sharding(train)
     logging.info(
         "Training %d steps (%s: %d examples, %.2f epochs of the %d-example train split) "
         "with %s on %d replica(s), batch %d, cache %s.",
@@ -262,18 +229,72 @@ def run_fn(fn_args: FnArgs) -> None:
     _fit(model, fn_args, train, evaluation, length.steps, options.epoch_steps, service, backup)
     if cache and cache != CACHE_MEMORY:
         filesystem.remove_tree(os.path.dirname(cache))
+    _save(serving_model, fn_args.serving_model_dir, tf_transform_output, task, reading, inputs)
+    if scratch:
+        filesystem.remove_tree(scratch)
+
+
+def _cache(options: TrainingOptions, reading: _Reading, fn_args: FnArgs, length) -> str | None:
+    """``resolve_cache`` for this run's records and its model run folder."""
+    return resolve_cache(
+        options.cache,
+        reading.cached_bytes_per_record,
+        os.path.basename(fn_args.model_run_dir),
+        length,
+    )
+
+
+def _without_sharding(train: tf.data.Dataset) -> tf.data.Dataset:
+    """The train split as this worker dealt it out: tf.distribute must not shard it again."""
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    return train.with_options(options)
+
+
+def _save(serving_model, serving_model_dir: str, tf_transform_output, task, reading, inputs):
+    """Saves the serving model with its signatures, and what a warm start reads of it."""
     # Without save_traces Keras does not trace every layer's call functions again beside
     # the signatures (4 of the Trainer's 7 CPU-s on a 100-step day); tf.keras loading
     # rebuilds the layers from their configs instead, which every built-in layer has.
     serving_model.save(
-        fn_args.serving_model_dir,
+        serving_model_dir,
         save_format="tf",
         signatures=make_signatures(serving_model, tf_transform_output, task, reading.image),
         save_traces=False,
     )
-    warm_start.save(serving_model, fn_args.serving_model_dir, inputs)
-    if not workers.is_chief:
-        filesystem.remove_tree(scratch)
+    warm_start.save(serving_model, serving_model_dir, inputs)
+
+
+def _own_train_files(fn_args: FnArgs, workers: Workers) -> list[str]:
+    """What this worker trains on: one worker the split's patterns (no look-up per file in a
+    bucket); several each their own shards, dealt out before any collective starts: every
+    worker sees the same files and refuses alike, none is left waiting for another."""
+    if workers.count == 1:
+        return list(fn_args.train_files)
+    every_file = list_files(fn_args.train_files)
+    own = workers.own_files(every_file)
+    logging.info(
+        "Trainer worker %d of %d%s: %d of the %d train shards.",
+        workers.index,
+        workers.count,
+        " (the chief)" if workers.is_chief else "",
+        len(own),
+        len(every_file),
+    )
+    return own
+
+
+def _outputs_of(fn_args: FnArgs, workers: Workers) -> tuple[FnArgs, str | None]:
+    """The arguments this worker writes by, and its scratch folder to remove at the end
+    (None for the chief): every worker saves (the save runs collectives), the chief alone
+    where it counts."""
+    if workers.is_chief:
+        return fn_args, None
+    scratch = tempfile.mkdtemp(prefix=f"trainer-worker-{workers.index}-")
+    own = copy.copy(fn_args)
+    own.serving_model_dir = os.path.join(scratch, "serving_model")
+    own.model_run_dir = os.path.join(scratch, "model_run")
+    return own, scratch
 
 
 def _start_from_base_model(fn_args: FnArgs, serving_model, inputs, length, train_records: int):

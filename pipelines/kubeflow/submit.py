@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from tfrecord_pipelines.kubeflow import api_errors
 from tfrecord_pipelines.kubeflow.package import (
     check_pipeline_root,
     check_platform_spec,
@@ -34,8 +35,6 @@ HOST_ENV = "KF_PIPELINES_ENDPOINT"
 PIPELINE_ROOT_ENV = "KFP_PIPELINE_ROOT"
 # A bearer token when --existing-token is not given (keeps it out of `ps`).
 TOKEN_ENV = "KFP_TOKEN"
-
-_MAX_MESSAGE_CHARS = 300
 
 
 class SubmitError(RuntimeError):
@@ -405,13 +404,6 @@ def _server_errors(host: str, action: str) -> Iterator[None]:
 def _http_error(e: Any) -> str:
     """``HTTP 500 Internal Server Error: <the server's message>`` on one line."""
     head = f"HTTP {e.status} {e.reason}" if e.status else str(e.reason)
-    body = e.body.decode(errors="replace") if isinstance(e.body, bytes) else e.body or ""
-    try:
-        parsed = json.loads(body)
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict):
-        body = parsed.get("message") or parsed.get("error_message") or body
-    message = " ".join(str(body).split())[:_MAX_MESSAGE_CHARS]
+    message = api_errors.message_of(e)
     hint = " (pass --existing-token or --cookies)" if e.status in (401, 403) else ""
     return f"{head}: {message}{hint}" if message else f"{head}{hint}"

@@ -104,33 +104,8 @@ def tf_job(
       ValueError: a name the operator or Kubernetes would refuse, or fewer than two or
         more than 999 workers, in one line naming the value.
     """
-    if not _DNS_1035.fullmatch(name) or len(name) > MAX_NAME:
-        raise ValueError(
-            f"TFJob name {name!r} must be a DNS-1035 label of at most {MAX_NAME} characters "
-            f"(its workers' pods and Services add '-worker-<index>' to it)"
-        )
-    if not 2 <= workers <= MAX_WORKERS:
-        raise ValueError(
-            f"a TFJob runs 2 to {MAX_WORKERS} trainer workers, got {workers} "
-            "(one worker trains in the task's own pod)"
-        )
-    if backoff_limit < 0:
-        raise ValueError(f"backoff_limit must be 0 or more, got {backoff_limit}")
-    if not image or not command:
-        raise ValueError("the workers need the task's image and a command")
-    container: dict = {"name": CONTAINER, "image": image, "command": list(command)}
-    limits = _limits(resources)
-    if limits:
-        container["resources"] = {"limits": limits}
-    if env:
-        container["env"] = [dict(variable) for variable in env]
-    if volume_mounts:
-        container["volumeMounts"] = [dict(mount) for mount in volume_mounts]
-    pod_spec: dict = {"containers": [container]}
-    if volumes:
-        pod_spec["volumes"] = [dict(volume) for volume in volumes]
-    if service_account:
-        pod_spec["serviceAccountName"] = service_account
+    _check(name, workers, backoff_limit, image, command)
+    pod_spec = _pod_spec(image, command, resources, env, volumes, volume_mounts, service_account)
     metadata: dict = {
         "name": name,
         "namespace": namespace,
@@ -156,6 +131,42 @@ def tf_job(
             },
         },
     }
+
+
+def _pod_spec(image, command, resources, env, volumes, volume_mounts, service_account) -> dict:
+    """Each worker's pod: the ``tensorflow`` container of the task's image and its mounts."""
+    container: dict = {"name": CONTAINER, "image": image, "command": list(command)}
+    limits = _limits(resources)
+    if limits:
+        container["resources"] = {"limits": limits}
+    if env:
+        container["env"] = [dict(variable) for variable in env]
+    if volume_mounts:
+        container["volumeMounts"] = [dict(mount) for mount in volume_mounts]
+    pod_spec: dict = {"containers": [container]}
+    if volumes:
+        pod_spec["volumes"] = [dict(volume) for volume in volumes]
+    if service_account:
+        pod_spec["serviceAccountName"] = service_account
+    return pod_spec
+
+
+def _check(name: str, workers: int, backoff_limit: int, image: str, command) -> None:
+    """Refuses, in one line, what the operator or Kubernetes would refuse."""
+    if not _DNS_1035.fullmatch(name) or len(name) > MAX_NAME:
+        raise ValueError(
+            f"TFJob name {name!r} must be a DNS-1035 label of at most {MAX_NAME} characters "
+            f"(its workers' pods and Services add '-worker-<index>' to it)"
+        )
+    if not 2 <= workers <= MAX_WORKERS:
+        raise ValueError(
+            f"a TFJob runs 2 to {MAX_WORKERS} trainer workers, got {workers} "
+            "(one worker trains in the task's own pod)"
+        )
+    if backoff_limit < 0:
+        raise ValueError(f"backoff_limit must be 0 or more, got {backoff_limit}")
+    if not image or not command:
+        raise ValueError("the workers need the task's image and a command")
 
 
 def _limits(resources: TrainerResources) -> dict[str, str]:

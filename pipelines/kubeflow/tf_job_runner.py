@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from tfrecord_pipelines.kubeflow import tf_job
+from tfrecord_pipelines.kubeflow import api_errors, tf_job
 
 GROUP = "kubeflow.org"
 VERSION = "v1"
@@ -161,13 +161,8 @@ def _delete(custom_objects, namespace: str, name: str, log) -> None:
 
 
 def _reason(error) -> str:
-    """The API server's message for ERROR, else its status and reason."""
-    import json
-
-    try:
-        return json.loads(error.body)["message"]
-    except (TypeError, ValueError, KeyError):
-        return f"{error.status} {error.reason}"
+    """The API server's message for ERROR on one line, else its status and reason."""
+    return api_errors.message_of(error) or f"{error.status} {error.reason}"
 
 
 @contextlib.contextmanager
