@@ -410,7 +410,7 @@ def _config_from_args(args: argparse.Namespace, serving_dir: str | None):
     from tfrecord_pipelines.definition.config import DriftOptions, IngestOptions, PipelineConfig
     from tfrecord_pipelines.definition.schema_file import check_schema
 
-    sharding = sharding_from_args(args)
+    sharding_from_args(args)  # a size and a count together: a usage error, before any build
     source = _source(args)
     task = _task(args, source)
     training = TrainingOptions(
@@ -442,10 +442,11 @@ def _config_from_args(args: argparse.Namespace, serving_dir: str | None):
         thresholds=thresholds,
         evaluation=evaluation,
         training=training,
+        # What the user set: IngestOptions.sharding() resolves the defaults as `sharding` did.
         ingest=IngestOptions(
-            num_readers=sharding.num_readers,
-            target_shard_bytes=sharding.target_shard_bytes,
-            num_shards=sharding.num_shards,
+            num_readers=args.readers,
+            target_shard_bytes=args.shard_size,
+            num_shards=args.num_shards,
             compression=args.compression,
             encoding=args.encoding,
             engine=args.example_gen_engine,
