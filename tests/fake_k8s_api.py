@@ -17,18 +17,28 @@ refuses what the real one refuses:
 - listing pods by ``training.kubeflow.org/job-name`` and reading a pod's log
   (``tailLines``, ``previous``, ``container``): the pods the test gives.
 
-What the operator does between (pods, Services, ``TF_CONFIG``) is not imitated here.
+What the operator does between (pods, Services, ``TF_CONFIG``) is not imitated here:
+a test gives the conditions and pods, or ``fake_tf_operator`` plays the operator with
+real containers (``operator``: told of each job created and deleted).
+
+Served as a cluster's pods reach the API server (``FakeK8sServer(..., in_cluster=...)``):
+HTTPS with a CA of the test's own, and the service account's bearer token, refused
+with 401 Unauthorized when missing or wrong, as kube-apiserver's authenticator does.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import http.server
+import ipaddress
 import json
 import re
+import secrets
+import ssl
 import threading
 import urllib.parse
 import uuid
+from pathlib import Path
 
 from tfjob_contract import schema_errors, webhook_errors
 
@@ -77,6 +87,8 @@ class FakeK8sApi:
         self.deleted: list[str] = []
         self.rejections: list[tuple[int, str]] = []
         self.read = threading.Event()
+        # Told of each job created (namespace, job) and deleted (namespace, name).
+        self.operator = None
 
     def handle(self, method: str, path: str, query: dict, body: bytes) -> tuple[int, object]:
         self.requests.append((method, path))
@@ -93,6 +105,8 @@ class FakeK8sApi:
             if method == "DELETE":
                 del self.jobs[key]
                 self.deleted.append(key[1])
+                if self.operator is not None:
+                    self.operator.deleted(*key)
                 return 200, {"kind": "Status", "apiVersion": "v1", "status": "Success"}
         if pods and method == "GET":
             selector = query.get("labelSelector", [""])[0]
@@ -135,7 +149,15 @@ class FakeK8sApi:
         created["metadata"].update(uid=str(uuid.uuid4()), resourceVersion="1", generation=1)
         created["status"] = {}
         self.jobs[(namespace, name)] = created
+        if self.operator is not None:
+            self.operator.created(namespace, json.loads(json.dumps(created)))
         return 201, created
+
+    def set_conditions(self, namespace: str, name: str, conditions: list[dict]) -> None:
+        """The operator's update of a job's status (the job may be gone)."""
+        job = self.jobs.get((namespace, name))
+        if job is not None:
+            job["status"] = {"conditions": conditions}
 
     def _reject(self, code: int, reason: str, message: str) -> tuple[int, object]:
         self.rejections.append((code, message))
@@ -184,18 +206,86 @@ def _pod(pod: FakePod) -> dict:
     }
 
 
-class FakeK8sServer:
-    """Serves a FakeK8sApi on 127.0.0.1 at ``url`` until ``close``."""
+@dataclasses.dataclass(frozen=True)
+class ServiceAccount:
+    """What Kubernetes mounts in a pod at /var/run/secrets/kubernetes.io/serviceaccount: the
+    namespace, a token and the API server's CA (a folder here, ``write_service_account``)."""
 
-    def __init__(self, api: FakeK8sApi) -> None:
+    folder: Path
+    namespace: str
+    token: str
+    certificate: Path
+    key: Path
+
+
+def write_service_account(folder: Path, namespace: str) -> ServiceAccount:
+    """A self-signed certificate for 127.0.0.1 (the API server's, and its own CA),
+    a random token, and the namespace, in FOLDER's files as a pod finds them."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    folder.mkdir(parents=True, exist_ok=True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )  # fmt: skip
+    (folder / "ca.crt").write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file = folder.parent / f"{folder.name}.key"
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    token = secrets.token_urlsafe(32)
+    (folder / "token").write_text(token)
+    (folder / "namespace").write_text(namespace)
+    for path in folder.iterdir():
+        path.chmod(0o644)
+    return ServiceAccount(folder, namespace, token, folder / "ca.crt", key_file)
+
+
+class FakeK8sServer:
+    """Serves a FakeK8sApi on 127.0.0.1 at ``url`` until ``close``: over HTTP, or, given
+    IN_CLUSTER, over HTTPS with its certificate, taking only its token."""
+
+    def __init__(self, api: FakeK8sApi, in_cluster: ServiceAccount | None = None) -> None:
+        token = in_cluster.token if in_cluster else None
+
         class Handler(http.server.BaseHTTPRequestHandler):
             def _answer(self) -> None:
                 parsed = urllib.parse.urlparse(self.path)
+                # kube-apiserver's bearer token authenticator: the scheme in any case
+                # (strings.EqualFold), then the token exactly.
+                scheme, _, given = (self.headers.get("Authorization") or "").partition(" ")
+                if token is not None and (scheme.lower() != "bearer" or given != token):
+                    self._send(401, _status(401, "Unauthorized", "Unauthorized")[1])
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 code, body = api.handle(
                     self.command, parsed.path, urllib.parse.parse_qs(parsed.query),
                     self.rfile.read(length),
                 )  # fmt: skip
+                self._send(code, body)
+
+            def _send(self, code: int, body) -> None:
                 text = body if isinstance(body, str) else json.dumps(body)
                 self.send_response(code)
                 self.send_header(
@@ -211,7 +301,13 @@ class FakeK8sServer:
                 pass
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self.port = self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        if in_cluster:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(in_cluster.certificate, in_cluster.key)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+            self.url = f"https://127.0.0.1:{self.port}"
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )

@@ -266,11 +266,13 @@ def test_rolebinding_binds_the_service_account_to_the_role():
 
 SPARK_DIR = K8S_DIR / "components" / "spark-executors"
 SPARK_DRIVER_ROLE = "tfrecord-pipelines-spark-driver"
+TRAINER_WORKERS_DIR = K8S_DIR / "components" / "trainer-workers"
+TRAINER_WORKERS_ROLE = "tfrecord-pipelines-trainer-workers"
 
 
 @pytest.mark.parametrize(
     "path",
-    [p for p, _ in _objects_of_kind("Role") if p.parent != SPARK_DIR],
+    [p for p, _ in _objects_of_kind("Role") if p.parent not in (SPARK_DIR, TRAINER_WORKERS_DIR)],
     ids=lambda p: str(p.relative_to(K8S_DIR)),
 )
 def test_role_is_least_privilege(path):
@@ -454,31 +456,42 @@ def test_data_service_runs_as_non_root_with_requests_and_scales_workers_up_only(
     assert autoscaler["spec"]["behavior"]["scaleDown"]["selectPolicy"] == "Disabled"
 
 
+def _component_role_of_the_runner(component: Path, role_name: str, overlay: str) -> dict:
+    """A component's Role, checked bound to the run's service account (its pods run as it)
+    in the overlay that adds the component; returns the Role."""
+    documents = _documents(component / "rbac.yaml")
+    (role,) = [d for d in documents if d["kind"] == "Role"]
+    (binding,) = [d for d in documents if d["kind"] == "RoleBinding"]
+    assert role["metadata"]["name"] == role_name
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role_name,
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": "tfrecord-pipelines"}
+    ]
+    built = K8S_DIR / "overlays" / overlay
+    assert _kustomization(built)["components"] == [f"../../components/{component.name}"]
+    assert ("ServiceAccount", SERVICE_ACCOUNT) in {_key(o) for o in _built_objects(built)}
+    assert any(
+        target["select"] == {"kind": "RoleBinding", "name": role_name}
+        for replacement in _kustomization(built)["replacements"]
+        for target in replacement["targets"]
+    )
+    return role
+
+
 def test_spark_driver_may_run_executor_pods_and_nothing_more():
-    (role,) = [doc for doc in _documents(SPARK_DIR / "rbac.yaml") if doc["kind"] == "Role"]
-    assert role["metadata"]["name"] == SPARK_DRIVER_ROLE
+    # The ExampleGen pod, Spark's driver, runs as the run's service account.
+    role = _component_role_of_the_runner(SPARK_DIR, SPARK_DRIVER_ROLE, "spark")
     lifecycle = ["create", "get", "list", "watch", "delete", "deletecollection"]
     assert role["rules"] == [
         {"apiGroups": [""], "resources": ["pods"], "verbs": lifecycle},
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": lifecycle},
     ]
-    (binding,) = [d for d in _documents(SPARK_DIR / "rbac.yaml") if d["kind"] == "RoleBinding"]
-    assert binding["roleRef"] == {
-        "apiGroup": "rbac.authorization.k8s.io",
-        "kind": "Role",
-        "name": SPARK_DRIVER_ROLE,
-    }
-    # The run's identity: the ExampleGen pod, Spark's driver, runs as it.
-    assert binding["subjects"] == [
-        {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": "tfrecord-pipelines"}
-    ]
-    overlay = _kustomization(K8S_DIR / "overlays" / "spark")
-    assert overlay["components"] == ["../../components/spark-executors"]
-    assert ("ServiceAccount", SERVICE_ACCOUNT) in {
-        _key(o) for o in _built_objects(K8S_DIR / "overlays" / "spark")
-    }
-    assert any(
-        target["select"] == {"kind": "RoleBinding", "name": SPARK_DRIVER_ROLE}
-        for replacement in overlay["replacements"]
-        for target in replacement["targets"]
-    )
+
+
+def test_the_trainers_task_may_run_its_tfjob():
+    """Its rules are held to the calls the task makes by test_tf_job_runner."""
+    _component_role_of_the_runner(TRAINER_WORKERS_DIR, TRAINER_WORKERS_ROLE, "trainer-workers")

@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client
 
 from conftest import REPO_ROOT
-from fake_k8s_api import FakeK8sApi, FakeK8sServer, FakePod, story
+from fake_k8s_api import FakeK8sApi, FakeK8sServer, FakePod, story, write_service_account
 from tfrecord_pipelines.kubeflow import tf_job, tf_job_runner
 from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
 
@@ -174,3 +174,83 @@ def test_a_stopped_task_deletes_its_job(api):
         "error: the task was stopped (SIGTERM); the TFJob is deleted"
     )
     assert api.deleted == [NAME]
+
+
+def _in_cluster_clients(account, port: int, token_file=None):
+    """The clients a pod's in-cluster configuration makes (kubernetes' own loader, given the
+    service account's files where this machine has them)."""
+    from kubernetes.config.incluster_config import InClusterConfigLoader
+
+    configuration = client.Configuration()
+    InClusterConfigLoader(
+        token_filename=str(token_file or account.folder / "token"),
+        cert_filename=str(account.certificate),
+        environ={"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(port)},
+    ).load_and_set(configuration)
+    api_client = client.ApiClient(configuration)
+    return api_client, {
+        "custom_objects": client.CustomObjectsApi(api_client),
+        "core": client.CoreV1Api(api_client),
+    }
+
+
+def test_in_a_pod_the_job_is_made_over_tls_with_the_service_accounts_token(tmp_path):
+    """As a pod reaches the API server: HTTPS, its CA, its token; another token is refused."""
+    api = FakeK8sApi()
+    account = write_service_account(tmp_path / "serviceaccount", NAMESPACE)
+    server = FakeK8sServer(api, in_cluster=account)
+    try:
+        api.stories[NAME] = story("Created", "Succeeded")
+        api_client, clients = _in_cluster_clients(account, server.port)
+        assert server.url.startswith("https://")
+        outcome = tf_job_runner.run(_job(), **clients, timeout_s=30, poll_s=0.01, log=print)
+        assert outcome.state == "Succeeded" and api.deleted == [NAME]
+        api_client.close()
+        other = tmp_path / "other-token"
+        other.write_text("not-the-token")
+        api_client, clients = _in_cluster_clients(account, server.port, other)
+        with pytest.raises(tf_job_runner.TFJobFailed, match="could not be created: Unauthorized"):
+            tf_job_runner.run(_job(), **clients, timeout_s=30, poll_s=0.01, log=print)
+        api_client.close()
+    finally:
+        server.close()
+
+
+_VERBS = {"POST": "create", "GET": "get", "DELETE": "delete"}
+RBAC = REPO_ROOT / "k8s" / "components" / "trainer-workers" / "rbac.yaml"
+
+
+def _permission(method: str, path: str) -> tuple[str, str, str]:
+    """The API group, resource and verb kube-apiserver's authorizer checks for a request."""
+    parts = path.strip("/").split("/")
+    group = "" if parts[0] == "api" else parts[1]
+    rest = parts[4:] if parts[0] == "api" else parts[5:]  # after namespaces/<ns>/
+    resource, named = rest[0], len(rest) > 1
+    if len(rest) > 2:
+        resource = f"{resource}/{rest[2]}"  # a subresource: pods/log
+    verb = _VERBS[method] if named or method != "GET" else "list"
+    return group, resource, verb
+
+
+def test_the_role_grants_the_calls_the_task_makes_and_nothing_more(api):
+    """k8s/'s Role for the Trainer's task, rule by rule, against the calls a job that succeeds
+    and one that fails make."""
+    import yaml
+
+    api.stories[NAME] = story("Created", "Succeeded")
+    api.pods = [FakePod(f"{NAME}-worker-0", NAME, exit_code=0, log="done\n")]
+    _run(api)
+    api.stories[NAME] = story("Running", "Failed")
+    api.pods = [FakePod(f"{NAME}-worker-0", NAME, exit_code=1, log="ValueError\n")]
+    with pytest.raises(tf_job_runner.TFJobFailed):
+        _run(api)
+    made = {_permission(method, path) for method, path in api.requests}
+    [role] = [d for d in yaml.safe_load_all(RBAC.read_text()) if d["kind"] == "Role"]
+    granted = {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    assert made == granted

@@ -10,6 +10,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from tfrecord_pipelines.cli.shard_arguments import positive_int_argument
 from tfrecord_pipelines.cli.task_arguments import (
     BUNDLED_DATA_DIR,
     SCHEMAS_DIR,
@@ -137,6 +138,13 @@ def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
         default="nvidia.com/gpu",
         help="Kubernetes resource name of the GPUs (default: nvidia.com/gpu)",
     )
+    parser.add_argument(
+        "--trainer-workers",
+        type=positive_int_argument,
+        default=1,
+        help="Trainer workers, each with --gpus GPUs: more than 1 trains in a TFJob of the "
+        "Kubeflow Training Operator that the Trainer's task creates (default: 1, its own pod)",
+    )
     parser.add_argument("--trainer-cpu", help="Trainer CPU limit, e.g. 8 or 7500m")
     parser.add_argument("--trainer-memory", help="Trainer memory limit, e.g. 32Gi")
     parser.add_argument(
@@ -259,6 +267,24 @@ def _in_image_paths(config):
     return config
 
 
+def _with_a_shard_per_worker(config, workers: int):
+    """Each split converted into at least WORKERS shards, each trainer worker reading its own.
+
+    Raises:
+      UsageError: --num-shards below the workers' count.
+    """
+    ingest = config.ingest
+    if workers == 1:
+        return config
+    if ingest.num_shards is not None and ingest.num_shards < workers:
+        raise UsageError(
+            f"--num-shards {ingest.num_shards} for --trainer-workers {workers}: each worker "
+            f"reads whole train shards of its own; give at least {workers} shards"
+        )
+    readers = max(ingest.sharding().num_readers or 1, workers)
+    return dataclasses.replace(config, ingest=dataclasses.replace(ingest, num_readers=readers))
+
+
 def _spark_executors_in_the_image(config, image: str):
     """On a k8s:// master, Spark's executor pods run the component image unless told otherwise."""
     ingest = config.ingest
@@ -277,7 +303,10 @@ def run_compile(args: argparse.Namespace) -> str:
         raise UsageError(f"--output {args.output} must end in .yaml or .yml.")
     if args.state_dir and not args.window:
         raise UsageError("--state-dir keeps a window's state: give --window N with it.")
-    config = _in_image_paths(config_from_args(args, serving_dir=args.serving_dir))
+    config = _with_a_shard_per_worker(
+        _in_image_paths(config_from_args(args, serving_dir=args.serving_dir)),
+        args.trainer_workers,
+    )
     from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
 
     # The Trainer's flags before the runner's import (TFX): a typo is a quick error.
@@ -316,7 +345,14 @@ def run_compile(args: argparse.Namespace) -> str:
         volumes=volumes,
         artifact_store=artifact_store,
         in_image=(IMAGE_ROOT,),
+        trainer_workers=args.trainer_workers,
     )
+    if args.trainer_workers > 1:
+        print(
+            f"The Trainer trains in a TFJob of {args.trainer_workers} workers: the Training "
+            "Operator (kubeflow.org/v1) and k8s/'s RBAC for the pipeline's service account "
+            "must be in the namespace"
+        )
     print(f"Wrote Kubeflow Pipelines v2 spec for {config.name!r} to {os.path.abspath(output)}")
     return output
 

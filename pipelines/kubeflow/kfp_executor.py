@@ -44,6 +44,10 @@ entry point in the same process:
   converted is handed on, not converted again (``conversion_reuse``).
 - The ``executor-logs`` output that the driver adds for published logs is
   hidden from TFX, which cannot import its ``system.Artifact`` type.
+- A TFJob's worker (``--tfjob_worker``: the Trainer's task, compiled with more than one
+  trainer worker, runs its own command line in each, ``tf_job_trainer``) has no launcher:
+  it reads every input and writes every output in its store (``locate_in_stores``), and
+  its executor output is nobody's (the task writes the task's).
 """
 
 from __future__ import annotations
@@ -69,7 +73,7 @@ from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.daily import conversion_reuse
 from tfrecord_pipelines.components.storage import filesystem, launcher_copies, object_stores
 from tfrecord_pipelines.definition.beam_args import without_tfx_package
-from tfrecord_pipelines.kubeflow import examples_in_store
+from tfrecord_pipelines.kubeflow import examples_in_store, tf_job
 
 # The output the KFP driver adds when it publishes logs (driver provisionOutputs);
 # it is typed system.Artifact, which TFX cannot import.
@@ -250,6 +254,28 @@ def locate_inputs(
     return local_to_remote
 
 
+def locate_in_stores(
+    executor_input: pipeline_spec_pb2.ExecutorInput, s3_endpoint: str | None
+) -> None:
+    """Points each artifact at its store, in place, for a process no launcher staged anything
+    for (a TFJob's worker): gs:// as it is, minio:// and s3:// as s3:// through the pipeline
+    root's store (``launcher_copies.unstaged_uri``); then each reference's members
+    (``expand_members``).
+
+    Raises:
+      ValueError: a minio:// URI and no S3 endpoint, in one line.
+    """
+    artifacts = [
+        *_artifacts(executor_input.inputs.artifacts),
+        *_artifacts(executor_input.outputs.artifacts),
+    ]
+    for _, artifact in artifacts:
+        artifact.uri = launcher_copies.unstaged_uri(artifact.uri, s3_endpoint)
+    if s3_endpoint and any(a.uri.startswith("s3://") for _, a in artifacts):
+        object_stores.read_artifact_store()
+    expand_members(executor_input, s3_endpoint)
+
+
 def restore_remote_uris(
     executor_output: pipeline_spec_pb2.ExecutorOutput, local_to_remote: Mapping[str, str]
 ) -> None:
@@ -381,6 +407,8 @@ def _parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument(f"--{DAILY_STATE_FLAG}")
     # The compiled pipeline's tasks: examples written into the store, handed on as references.
     parser.add_argument(f"--{examples_in_store.FLAG}", action="store_true")
+    # A TFJob's worker, started by the Trainer's task with the task's own command line.
+    parser.add_argument(f"--{tf_job.WORKER_FLAG}", action="store_true")
     return parser.parse_known_args(list(argv[1:]))
 
 
@@ -415,12 +443,17 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
         executor_input, inputs_spec, project_artifact_class_paths()
     )
     endpoint = object_stores.artifact_store_endpoint()
-    local_to_remote = locate_inputs(executor_input, endpoint)
-    in_store = (
-        examples_in_store.redirect(executor_input, local_to_remote, endpoint)
-        if getattr(args, examples_in_store.FLAG, False)
-        else {}
-    )
+    worker = getattr(args, tf_job.WORKER_FLAG, False)
+    if worker:
+        locate_in_stores(executor_input, endpoint)
+        local_to_remote, in_store = {}, {}
+    else:
+        local_to_remote = locate_inputs(executor_input, endpoint)
+        in_store = (
+            examples_in_store.redirect(executor_input, local_to_remote, endpoint)
+            if getattr(args, examples_in_store.FLAG, False)
+            else {}
+        )
     _make_local_output_dirs(executor_input)
     if _is_file_based_example_gen(args.executor_class_path, executor_input):
         _run_example_gen_driver(executor_input, args.json_serialized_inputs_spec_args)
@@ -438,6 +471,8 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
         }
     )
     kubeflow_v2_run_executor.main((repaired_args, pod_beam_args(beam_args)))
+    if worker:
+        return
 
     from tfrecord_pipelines.components import ui_artifacts
 

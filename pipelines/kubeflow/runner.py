@@ -115,6 +115,7 @@ def compile_for_kubeflow(
     volumes: Sequence[VolumeMount] = (),
     artifact_store: ArtifactStoreAccess | None = None,
     in_image: Sequence[str] = (),
+    trainer_workers: int = 1,
 ) -> str:
     """Writes the pipeline as a KFP v2 YAML file: PipelineSpec, then PlatformSpec.
 
@@ -150,6 +151,8 @@ def compile_for_kubeflow(
         earlier runs' artifacts; None: the tasks reach it with the pod's own
         settings (gs://, an s3:// root read with the pod's role).
       in_image: folders the image holds, which a task may be given paths in.
+      trainer_workers: more than one: the Trainer's task trains in a TFJob of that many
+        workers (``trainer_job_spec``); one: in its own pod.
 
     Returns:
       output_file.
@@ -178,8 +181,32 @@ def compile_for_kubeflow(
     placements = _pods(output_file, dict(placements or {}), volumes, in_image)
     if artifact_store:
         _with_artifact_store(output_file, placements, artifact_store)
+    if trainer_workers > 1:
+        _with_trainer_workers(output_file, trainer_workers, trainer_image, resources, placements)
     _append_platform_spec(output_file, placements)
     return output_file
+
+
+def _with_trainer_workers(
+    output_file: str,
+    workers: int,
+    image: str,
+    resources: TrainerResources,
+    placements: Mapping[str, TaskPlacement],
+) -> None:
+    """The Trainer's task made to train in a TFJob of WORKERS workers, in place."""
+    from tfrecord_pipelines.kubeflow import platform_spec, trainer_job_spec
+
+    with filesystem.open_file(output_file) as f:
+        spec = yaml.safe_load(f.read())
+    label = platform_spec.executor_label(spec, TRAINER_ID)
+    env = spec["deploymentSpec"]["executors"][label]["container"].get("env", [])
+    template = trainer_job_spec.worker_template(
+        workers, image, resources, placements.get(TRAINER_ID, TaskPlacement()), env
+    )
+    trainer_job_spec.with_tf_job(spec, label, TRAINER_ID, template)
+    with filesystem.open_file(output_file, "w") as f:
+        f.write(yaml.safe_dump(spec, sort_keys=False))
 
 
 def _pods(

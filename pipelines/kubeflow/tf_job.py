@@ -28,6 +28,7 @@ What the object holds, and why (kubeflow/trainer v1.9.4, 4445c12a):
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
@@ -50,6 +51,84 @@ MAX_WORKERS = 999
 DEFAULT_BACKOFF_LIMIT = 3
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGER = "tfrecord-pipelines"
+# How long the task waits for the job from its creation, unless compiled otherwise: a day.
+DEFAULT_TIMEOUT_S = 24 * 3600
+# The entry point's flag that makes a process one of the job's workers (``kfp_executor``).
+WORKER_FLAG = "tfjob_worker"
+# The Trainer's custom_config entry that holds the compiled WorkerTemplate.
+CUSTOM_CONFIG_KEY = "tf_job"
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerTemplate:
+    """What the compiled pipeline fixes of the Trainer's TFJob; the task adds the job's name,
+    namespace, owner and the workers' command when it runs (``tf_job``).
+
+    Attributes:
+      workers: how many workers, 2 or more.
+      image: the Trainer's image.
+      resources: each worker's accelerators, CPU and memory (the Trainer pod's).
+      env: the workers' variables: the Trainer container's, a Secret's key as a
+        ``secretKeyRef`` (never its value).
+      volumes: the claims the Trainer's pod mounts, as pod volumes.
+      volume_mounts: where the container mounts them.
+      node_selector: the Trainer's node pool.
+      tolerations: the taints the Trainer's pod tolerates.
+      backoff_limit: restarts of failed workers before the job fails.
+      timeout_s: how long the task waits for the job.
+    """
+
+    workers: int
+    image: str
+    resources: TrainerResources = TrainerResources()
+    env: tuple[Mapping, ...] = ()
+    volumes: tuple[Mapping, ...] = ()
+    volume_mounts: tuple[Mapping, ...] = ()
+    node_selector: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    tolerations: tuple[Mapping, ...] = ()
+    backoff_limit: int = DEFAULT_BACKOFF_LIMIT
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    def __post_init__(self):
+        _check("template", self.workers, self.backoff_limit, self.image, ["-"], name_known=False)
+        if self.timeout_s <= 0:
+            raise ValueError(f"the TFJob's timeout must be positive, got {self.timeout_s} s")
+
+    def to_custom_config(self) -> dict:
+        """The JSON-serializable custom_config entry (``CUSTOM_CONFIG_KEY``)."""
+        fields = dataclasses.asdict(self)
+        fields["resources"] = dataclasses.asdict(self.resources)
+        return {CUSTOM_CONFIG_KEY: fields}
+
+    @classmethod
+    def from_custom_config(cls, custom_config: Mapping | None) -> WorkerTemplate | None:
+        """The template in the Trainer's custom_config; None: one worker, no job."""
+        fields = (custom_config or {}).get(CUSTOM_CONFIG_KEY)
+        if not fields:
+            return None
+        fields = dict(fields)
+        fields["resources"] = TrainerResources(**fields["resources"])
+        for name in ("env", "volumes", "volume_mounts", "tolerations"):
+            fields[name] = tuple(fields.get(name, ()))
+        return cls(**fields)
+
+    def job(self, *, name: str, namespace: str, command: Sequence[str], owner=None) -> dict:
+        """The TFJob of this template for the task's pod (``tf_job``)."""
+        return tf_job(
+            name=name,
+            namespace=namespace,
+            image=self.image,
+            command=command,
+            workers=self.workers,
+            resources=self.resources,
+            owner=owner,
+            env=self.env,
+            volumes=self.volumes,
+            volume_mounts=self.volume_mounts,
+            node_selector=self.node_selector,
+            tolerations=self.tolerations,
+            backoff_limit=self.backoff_limit,
+        )
 
 
 def job_name(pod_name: str) -> str:
@@ -80,6 +159,8 @@ def tf_job(
     env: Sequence[Mapping] = (),
     volumes: Sequence[Mapping] = (),
     volume_mounts: Sequence[Mapping] = (),
+    node_selector: Mapping[str, str] | None = None,
+    tolerations: Sequence[Mapping] = (),
     service_account: str | None = None,
     backoff_limit: int = DEFAULT_BACKOFF_LIMIT,
 ) -> dict:
@@ -97,6 +178,8 @@ def tf_job(
         ``valueFrom.secretKeyRef``, never its value).
       volumes: the pod volumes the workers mount (a claim every worker reaches).
       volume_mounts: where the container mounts them.
+      node_selector: node labels the workers' pods require (the GPU node pool's).
+      tolerations: taints they tolerate (Kubernetes Toleration objects).
       service_account: the workers' service account; None: the namespace's default.
       backoff_limit: restarts of failed workers before the job fails.
 
@@ -106,6 +189,10 @@ def tf_job(
     """
     _check(name, workers, backoff_limit, image, command)
     pod_spec = _pod_spec(image, command, resources, env, volumes, volume_mounts, service_account)
+    if node_selector:
+        pod_spec["nodeSelector"] = dict(node_selector)
+    if tolerations:
+        pod_spec["tolerations"] = [dict(t) for t in tolerations]
     metadata: dict = {
         "name": name,
         "namespace": namespace,
@@ -151,9 +238,11 @@ def _pod_spec(image, command, resources, env, volumes, volume_mounts, service_ac
     return pod_spec
 
 
-def _check(name: str, workers: int, backoff_limit: int, image: str, command) -> None:
+def _check(
+    name: str, workers: int, backoff_limit: int, image: str, command, name_known: bool = True
+) -> None:
     """Refuses, in one line, what the operator or Kubernetes would refuse."""
-    if not _DNS_1035.fullmatch(name) or len(name) > MAX_NAME:
+    if name_known and (not _DNS_1035.fullmatch(name) or len(name) > MAX_NAME):
         raise ValueError(
             f"TFJob name {name!r} must be a DNS-1035 label of at most {MAX_NAME} characters "
             f"(its workers' pods and Services add '-worker-<index>' to it)"

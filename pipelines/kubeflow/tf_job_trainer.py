@@ -1,0 +1,97 @@
+"""The Trainer's executor when the pipeline was compiled with more than one trainer worker.
+
+As TFX's Vertex trainer runs its custom job from the Trainer's task
+(tfx/extensions/google_cloud_ai_platform/trainer/executor.py), the task's executor
+creates a TFJob (``tf_job``) from the template the compiled pipeline holds in the
+Trainer's custom_config (``tf_job.WorkerTemplate``), waits for it
+(``tf_job_runner``) and ends as it ends. Each worker runs the task's own command
+line, the same entry point with the same ExecutorInput, plus ``--tfjob_worker``:
+there the entry point reads every input and writes every output in its store,
+as no launcher stages anything in a worker's pod (``kfp_executor.locate_in_stores``),
+and this executor, in a process whose ``TF_CONFIG`` names more than one worker,
+trains (TFX's GenericExecutor, the built-in run_fn's MultiWorkerMirroredStrategy).
+The chief (worker 0) writes the model and its reports at the task's output URIs;
+the task's own output folders stay empty, so its launcher uploads nothing over them.
+
+The task needs what KFP's driver gives every executor pod: ``KFP_POD_NAME`` and
+``KFP_POD_UID`` (the job's name and its owner; compiler/argocompiler/common.go:42-56
+of kubeflow/pipelines 7b70c7b95f68), and the pod's service account, whose namespace
+and token the in-cluster configuration reads (k8s/'s RBAC lets it manage TFJobs and
+read its workers' pods and logs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from absl import logging
+from tfx.components.trainer import executor as trainer_executor
+from tfx.components.util import udf_utils
+
+from tfrecord_pipelines.components.trainer import workers
+from tfrecord_pipelines.kubeflow import tf_job, tf_job_runner
+
+POD_NAME, POD_UID = "KFP_POD_NAME", "KFP_POD_UID"
+# Where Kubernetes mounts the pod's service account (its namespace, token and CA).
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+class Executor(trainer_executor.GenericExecutor):
+    """Trains in a TFJob's workers: creates the job from the task, trains in each worker."""
+
+    def Do(self, input_dict, output_dict, exec_properties) -> None:  # noqa: N802 (TFX's name)
+        template = tf_job.WorkerTemplate.from_custom_config(
+            json.loads(exec_properties.get("custom_config") or "null")
+        )
+        place = workers.Workers.from_environment()
+        if template is None or place.is_chief and place.count > 1:
+            super().Do(input_dict, output_dict, exec_properties)
+            return
+        if place.count > 1:
+            # TFX's Do but for its check that the model exists: the chief alone writes it.
+            fn_args = self._GetFnArgs(input_dict, output_dict, exec_properties)
+            udf_utils.get_fn(exec_properties, "run_fn")(fn_args)
+            return
+        outcome = run_job(template)
+        logging.info("The TFJob's %d workers trained in %.0f s.", template.workers, outcome.seconds)
+
+
+def worker_command(argv: list[str]) -> list[str]:
+    """The workers' command: the task's own command line, and ``--tfjob_worker``."""
+    return [*argv, f"--{tf_job.WORKER_FLAG}"]
+
+
+def run_job(template: tf_job.WorkerTemplate, environ=os.environ) -> tf_job_runner.Outcome:
+    """Creates the task's TFJob from TEMPLATE through the in-cluster API and waits for it.
+
+    Raises:
+      tf_job_runner.TFJobFailed: the job failed, timed out or was refused, in one line.
+      RuntimeError: not in a KFP pod (no pod name or uid, no service account), in one line.
+    """
+    from kubernetes import client, config
+
+    missing = [name for name in (POD_NAME, POD_UID) if not environ.get(name)]
+    namespace_file = os.path.join(SERVICE_ACCOUNT_DIR, "namespace")
+    if missing or not os.path.exists(namespace_file):
+        raise RuntimeError(
+            f"{template.workers} trainer workers need the task to run in a KFP pod with a "
+            f"service account: {', '.join(missing) or namespace_file} missing"
+        )
+    with open(namespace_file, encoding="utf-8") as f:
+        namespace = f.read().strip()
+    config.load_incluster_config()
+    job = template.job(
+        name=tf_job.job_name(environ[POD_NAME]),
+        namespace=namespace,
+        command=worker_command(list(sys.orig_argv)),
+        owner={"name": environ[POD_NAME], "uid": environ[POD_UID]},
+    )
+    return tf_job_runner.run(
+        job,
+        custom_objects=client.CustomObjectsApi(),
+        core=client.CoreV1Api(),
+        timeout_s=template.timeout_s,
+        log=lambda line: logging.info("%s", line),
+    )
