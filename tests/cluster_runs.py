@@ -45,7 +45,10 @@ points the clients at the emulators, as a cluster's network routes them to the
 real service. Scheduling (node selectors, tolerations, resources) is the
 cluster's and is not imitated: every task runs here, one at a time, in the DAG's
 order. Placeholders other than ``{{$}}`` are refused: none of the project's
-pipelines uses one.
+pipelines uses one. Every pod gets ``KFP_POD_NAME`` and ``KFP_POD_UID`` as KFP's
+compiler gives them (compiler/argocompiler/common.go:42-56); with ``Cluster.kubernetes``,
+the API server's Service variables and the service account's files as Kubernetes
+gives every pod (``fake_k8s_api``; ``fake_tf_operator`` runs the TFJobs a task creates).
 """
 
 from __future__ import annotations
@@ -75,6 +78,7 @@ from launcher_rules import (
 
 from component_image import chown_for_the_image, podman
 
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 # component/launcher_v2.go:1239-1253, LocalPathForURI.
 LOCAL_PREFIXES = {"gs://": "/gcs/", "minio://": "/minio/", "s3://": "/s3/"}
 _LOG_OUTPUT = "executor-logs"
@@ -219,6 +223,25 @@ class Cluster:
     secrets: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
     cluster_environment: Mapping[str, str] = dataclasses.field(default_factory=dict)
     metadata: MetadataStore = dataclasses.field(default_factory=MetadataStore)
+    # The API server every pod reaches as its in-cluster configuration does, if any.
+    kubernetes: InClusterApi | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class InClusterApi:
+    """An API server on 127.0.0.1 (``fake_k8s_api``, over HTTPS) and the service account
+    folder Kubernetes mounts in every pod (its namespace, token and CA)."""
+
+    port: int
+    service_account: Path
+
+    def pod_options(self) -> list[str]:
+        """What a pod of the cluster gets: the API server's Service variables (kubelet's) and
+        the service account's files."""
+        return [
+            "-e", "KUBERNETES_SERVICE_HOST=127.0.0.1", "-e", f"KUBERNETES_SERVICE_PORT={self.port}",
+            "-v", f"{self.service_account}:{SERVICE_ACCOUNT_DIR}:ro",
+        ]  # fmt: skip
 
 
 def new_claim(folder: Path) -> Path:
@@ -418,6 +441,12 @@ class _Run:
             options += ["-v", f"{self.cluster.claims[claim]}:{mount['mountPath']}"]
             mounts.append(f"{claim}:{mount['mountPath']}")
         environment = dict(self.cluster.cluster_environment)
+        # compiler/argocompiler/common.go:42-56: every executor pod's name and uid, by fieldRef.
+        pod = f"{self.spec['pipelineInfo']['name']}-{uuid.uuid4().hex[:5]}-system-container-impl"
+        environment.update(KFP_POD_NAME=f"{pod}-{uuid.uuid4().int % 10**10}",
+                           KFP_POD_UID=str(uuid.uuid4()))  # fmt: skip
+        if self.cluster.kubernetes:
+            options += self.cluster.kubernetes.pod_options()
         for variable in container.get("env", []):
             environment[variable["name"]] = variable["value"]
         secret_variables = []

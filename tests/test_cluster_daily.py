@@ -19,6 +19,11 @@ lines are in that module). Two clusters:
 Each cluster runs three days, then day 3 again: the re-run hands on day 3's
 conversion, and its later tasks read it.
 
+The first cluster's pipeline is compiled with ``--trainer-workers 2``: its Trainer's task
+creates a TFJob through the API server (``fake_k8s_api``, the pod's in-cluster
+configuration), and the Training Operator's stand-in (``fake_tf_operator``) runs the
+job's two workers as containers of one podman pod.
+
 The data is in ``gs://events/day-{SPAN}/`` for both and for the local runs. The
 window and its statistics, the drift check's previous span, the warm start's
 model and the analyzer cache come from the daily state, which SpanWindow and
@@ -29,12 +34,14 @@ Metadata; all must agree.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from cluster_jobs import run_job
 from cluster_runs import (
     Cluster,
+    InClusterApi,
     ObjectStores,
     TaskRecord,
     new_claim,
@@ -45,8 +52,10 @@ from tfx.types.artifact import Artifact
 
 from conftest import REPO_ROOT, run_cli, run_summary
 from daily_spans import SHIFTED_DAY, page_window_and_drift, write_day
+from fake_k8s_api import FakeK8sApi, FakeK8sServer, write_service_account
+from fake_tf_operator import FakeTFOperator
 from tfrecord_pipelines.components.spans.artifacts import span_of
-from tfrecord_pipelines.kubeflow import examples_in_store
+from tfrecord_pipelines.kubeflow import examples_in_store, tf_job
 
 pytestmark = [pytest.mark.e2e, pytest.mark.image]
 
@@ -68,13 +77,17 @@ CLAIM_OWNER_JOB = REPO_ROOT / "k8s" / "base" / "serving-pvc-owner.yaml"
 CLUSTERS = ("KFP defaults: MinIO root, PVC", "gs:// root, state and models in GCS")
 # The tasks that keep the daily state (ExampleGen hands on a day converted before).
 STATE_TASKS = {"ShardedExampleGen", "SpanWindow", "RecordRun"}
+NAMESPACE = "kubeflow-user-example-com"
+TRAINER_WORKERS = 2
 
 
 class Days:
     """One cluster's runs: each day's task records, and where its state and models are."""
 
-    def __init__(self, stores, runs, state, serving, on_pvc: bool) -> None:
+    def __init__(self, stores, runs, state, serving, on_pvc: bool, operator=None) -> None:
         self.stores, self.runs, self.on_pvc = stores, runs, on_pvc
+        # The Training Operator's stand-in, when the Trainer trained in TFJobs.
+        self.operator = operator
         # Lists the daily state's and the serving folder's files, relative to each.
         self.state_files, self.serving_files = state, serving
 
@@ -146,9 +159,21 @@ def clusters(servers, tmp_path_factory, component_image) -> dict[str, Days]:
     claim = new_claim(folder / "claim")
     run_job(CLAIM_OWNER_JOB, {SERVING_PVC: claim}, component_image)
     package = folder / "daily.yaml"
-    _compile(package, gcs_url, component_image, "--artifact-endpoint", s3_url)
-    cluster = Cluster(stores, {SERVING_PVC: claim}, secrets, network)
-    runs = _days(package, cluster, MINIO_ROOT, folder)
+    _compile(
+        package, gcs_url, component_image, "--artifact-endpoint", s3_url,
+        "--trainer-workers", str(TRAINER_WORKERS),
+    )  # fmt: skip
+    api = FakeK8sApi()
+    account = write_service_account(folder / "serviceaccount", NAMESPACE)
+    server = FakeK8sServer(api, in_cluster=account)
+    operator = FakeTFOperator(api, folder, {SERVING_PVC: claim}, secrets, network)
+    kubernetes = InClusterApi(server.port, account.folder)
+    cluster = Cluster(stores, {SERVING_PVC: claim}, secrets, network, kubernetes=kubernetes)
+    try:
+        runs = _days(package, cluster, MINIO_ROOT, folder)
+    finally:
+        operator.close()
+        server.close()
 
     def files(relative):
         return lambda: sorted(
@@ -158,8 +183,9 @@ def clusters(servers, tmp_path_factory, component_image) -> dict[str, Days]:
         )
 
     found[CLUSTERS[0]] = Days(
-        stores, runs, files("daily-state/events"), files("events"), on_pvc=True
-    )
+        stores, runs, files("daily-state/events"), files("events"), on_pvc=True,
+        operator=operator,
+    )  # fmt: skip
     folder = tmp_path_factory.mktemp("buckets")
     package = folder / "daily.yaml"
     _compile(
@@ -205,6 +231,46 @@ def test_each_day_converts_its_own_span_and_reads_a_window_of_two(days, local):
         window = [_span_of(m) for m in _members(days.runs[day]["Trainer"], "examples")]
         assert window == [s.span for s in local[day][1].window.spans], day
         assert window == list(range(max(1, day - WINDOW + 1), day + 1)), day
+
+
+_SHARE = re.compile(r"Trainer worker (\d) of (\d)[^:]*: (\d+) of the (\d+) train shards")
+
+
+def test_the_trainer_trains_in_a_tfjob_whose_workers_read_their_own_shards(clusters):
+    """Each day's Trainer task (KFP defaults, ``--trainer-workers 2``) created one TFJob named
+    after its pod, owned by it, which the operator's stand-in ran as two containers with the
+    operator's TF_CONFIG: each worker read its own shards, together every train shard once;
+    the chief wrote the model at the task's output, which the Evaluator read; the job was
+    deleted after."""
+    days = clusters[CLUSTERS[0]]
+    operator, jobs = days.operator, days.operator.jobs
+    trainers = [records["Trainer"] for records in days.runs.values()]
+    assert len(jobs) == len(trainers)
+    for job, trainer in zip(jobs, trainers, strict=True):
+        name = job["metadata"]["name"]
+        [owner] = job["metadata"]["ownerReferences"]
+        assert (owner["kind"], name) == ("Pod", tf_job.job_name(owner["name"]))
+        assert job["metadata"]["namespace"] == NAMESPACE
+        assert job["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] == TRAINER_WORKERS
+        assert name in operator.api.deleted
+        shares = {}
+        for index in range(TRAINER_WORKERS):
+            pod = f"{name}-worker-{index}"
+            config = operator.tf_configs[pod]
+            assert config["task"] == {"type": "worker", "index": index}
+            assert [a.split(":")[0] for a in config["cluster"]["worker"]] == [
+                f"{name}-worker-{i}.{NAMESPACE}.svc" for i in range(TRAINER_WORKERS)
+            ]
+            [log] = [p.log for p in operator.api.pods if p.name == pod]
+            [(worker, count, own, total)] = _SHARE.findall(log)
+            assert (int(worker), int(count)) == (index, TRAINER_WORKERS)
+            shares[index] = (int(own), int(total))
+        [total] = {total for _, total in shares.values()}
+        assert all(own >= 1 for own, _ in shares.values())
+        assert sum(own for own, _ in shares.values()) == total
+        assert "the chief's log (worker 0)" in trainer.logs
+        model_uri, _ = trainer.outputs["model"]
+        assert "Format-Serving/saved_model.pb" in days.stores.names(model_uri)
 
 
 def test_the_daily_state_is_kept_where_every_day_finds_it(days):
