@@ -9,11 +9,13 @@ MultiWorkerMirroredStrategy, each worker on its own shards, worker 0 the chief.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -78,11 +80,26 @@ def two_workers(single, tmp_path_factory):
     }
     arguments = folder / "fn_args.json"
     arguments.write_text(json.dumps({**fn_args, **outputs}))
+    processes = _start_workers(arguments, folder)
+    results = []
+    try:
+        for process in processes:
+            log, _ = process.communicate(timeout=WORKER_TIMEOUT_S)
+            results.append((process.returncode, log))
+    finally:
+        for process in processes:
+            process.kill()
+    return results, Path(outputs["serving_model_dir"]), folder
+
+
+def _start_workers(arguments: Path, folder: Path) -> list[subprocess.Popen]:
+    """The workers' processes, each with the TF_CONFIG the operator would give its pod and a
+    temporary folder of its own (its pod's disk)."""
     addresses = [f"127.0.0.1:{free_port()}" for _ in range(WORKERS)]
     processes = []
     for index in range(WORKERS):
         scratch = folder / f"tmp-{index}"
-        scratch.mkdir()
+        scratch.mkdir(exist_ok=True)
         tf_config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
         environment = {**os.environ, "TF_CONFIG": json.dumps(tf_config), "TMPDIR": str(scratch)}
         processes.append(
@@ -95,15 +112,7 @@ def two_workers(single, tmp_path_factory):
                 stderr=subprocess.STDOUT,
             )  # fmt: skip
         )
-    results = []
-    try:
-        for process in processes:
-            log, _ = process.communicate(timeout=WORKER_TIMEOUT_S)
-            results.append((process.returncode, log))
-    finally:
-        for process in processes:
-            process.kill()
-    return results, Path(outputs["serving_model_dir"]), folder
+    return processes
 
 
 def _shards(log: str) -> tuple[int, int]:
@@ -150,3 +159,50 @@ def test_the_model_scores_the_eval_split_as_the_single_process_one(two_workers, 
     accuracy = float(np.mean([p == a for p, a in zip(predicted, labels, strict=True)]))
     (low, high), _ = summary.intervals["sparse_categorical_accuracy"]
     assert low <= accuracy <= high, (accuracy, summary.metrics["sparse_categorical_accuracy"])
+
+
+KILL_STEPS, KILL_EPOCH_STEPS = 1000, 100
+
+
+def test_a_killed_chief_fails_the_other_worker_and_a_restart_resumes(single, tmp_path):
+    """The chief killed after its first backup: the other worker ends, failing, well inside
+    its hard limit (MultiWorkerMirroredStrategy aborts the collective; no hang). Both
+    started again, as the operator's OnFailure restarts them, resume from the backup they
+    share and finish one model."""
+    _, fn_args, _ = single
+    custom_config = copy.deepcopy(fn_args["custom_config"])
+    custom_config["training"]["epoch_steps"] = KILL_EPOCH_STEPS
+    outputs = {
+        "serving_model_dir": str(tmp_path / "Trainer" / "model" / "1" / "Format-Serving"),
+        "model_run_dir": str(tmp_path / "Trainer" / "model_run" / "1"),
+    }
+    arguments = tmp_path / "fn_args.json"
+    arguments.write_text(
+        json.dumps(
+            {**fn_args, **outputs, "train_steps": KILL_STEPS, "custom_config": custom_config}
+        )
+    )
+    chief, other = _start_workers(arguments, tmp_path)
+    try:
+        deadline = time.monotonic() + WORKER_TIMEOUT_S
+        while not list(tmp_path.glob("Trainer/backup/*/chief/checkpoint")):
+            assert chief.poll() is None and time.monotonic() < deadline, "no backup was made"
+            time.sleep(0.2)
+        chief.kill()
+        log, _ = other.communicate(timeout=WORKER_TIMEOUT_S)
+    finally:
+        for process in (chief, other):
+            process.kill()
+    assert other.returncode not in (0, None)
+    assert "Collective ops is aborted" in log, log[-3000:]
+    restarted = _start_workers(arguments, tmp_path)
+    try:
+        logs = [process.communicate(timeout=WORKER_TIMEOUT_S)[0] for process in restarted]
+    finally:
+        for process in restarted:
+            process.kill()
+    for process, log in zip(restarted, logs, strict=True):
+        assert process.returncode == 0, log[-3000:]
+    report = json.loads((Path(outputs["model_run_dir"]) / "resume.json").read_text())
+    assert 0 < report["resumed_steps"] < KILL_STEPS
+    assert (Path(outputs["serving_model_dir"]) / "saved_model.pb").exists()
