@@ -15,7 +15,7 @@ import re
 import pytest
 import yaml
 
-from conftest import REPO_ROOT, run_cli
+from conftest import REPO_ROOT, compile_in_process, run_cli
 from tfjob_contract import object_name_errors, schema_errors, webhook_errors
 from tfrecord_pipelines.kubeflow import tf_job, tf_job_trainer, trainer_job_spec
 from tfrecord_pipelines.kubeflow.platform_spec import (
@@ -126,7 +126,7 @@ def compiled(tmp_path_factory):
     specs = {}
     for name, settings in COMPILES.items():
         output = folder / f"{name}.yaml"
-        ran = run_cli("compile", "--output", str(output), *settings)
+        ran = compile_in_process("--output", str(output), *settings)
         assert ran.returncode == 0, ran.stderr[-2000:]
         specs[name] = list(yaml.safe_load_all(output.read_text()))[0]
     return specs
