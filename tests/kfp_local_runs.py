@@ -127,19 +127,30 @@ def _as_kfp_open_source(records: dict[str, TaskRecord]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _pods_environment(environment: dict[str, str]) -> Iterator[None]:
-    """Each task's container gets ``environment`` and the host's network, as a pod gets its
-    environment from its spec and reaches the cluster's object store (here: a server on
-    127.0.0.1). kfp.local's DockerRunner has no setting for either."""
+def _pods(environment: dict[str, str] | None) -> Iterator[None]:
+    """Each task's container, as a pod: given ``environment`` and the host's network, as a pod
+    gets its environment from its spec and reaches the cluster's object store (here: a server
+    on 127.0.0.1), when ``environment`` is given; and gone when the run ends, as a finished
+    pod's container goes. kfp.local's DockerRunner has no setting for either, and leaves
+    every task's container behind (a suite's run left 24)."""
     from docker.models.containers import ContainerCollection
 
-    run = ContainerCollection.run
+    run, created = ContainerCollection.run, []
 
-    def run_with_environment(self, *args, **kwargs):
-        return run(self, *args, environment=environment, network_mode="host", **kwargs)
+    def run_as_a_pod(self, *args, **kwargs):
+        if environment:
+            kwargs.update(environment=environment, network_mode="host")
+        container = run(self, *args, **kwargs)
+        created.append(container)
+        return container
 
-    with mock.patch.object(ContainerCollection, "run", run_with_environment):
-        yield
+    try:
+        with mock.patch.object(ContainerCollection, "run", run_as_a_pod):
+            yield
+    finally:
+        for container in created:
+            with contextlib.suppress(Exception):  # already gone: nothing to remove
+                container.remove(force=True)
 
 
 def run_compiled_pipeline(
@@ -156,7 +167,7 @@ def run_compiled_pipeline(
       arguments: the run's pipeline parameters (a run's, or a recurring run's
         schedule's); None: their defaults.
       environment: variables every task's container gets, which then also
-        shares the host's network (``_pods_environment``); None: neither.
+        shares the host's network (``_pods``); None: neither.
 
     Returns:
       Each task's record, keyed by its component name in the spec.
@@ -175,8 +186,7 @@ def run_compiled_pipeline(
         raise_on_error=True,
     )
     records: dict[str, TaskRecord] = {}
-    pods = _pods_environment(environment) if environment else contextlib.nullcontext()
-    with _as_kfp_open_source(records), pods:
+    with _as_kfp_open_source(records), _pods(environment):
         pipeline(**(arguments or {}))
     return {folders[folder]: record for folder, record in records.items()}
 

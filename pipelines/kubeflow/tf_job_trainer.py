@@ -46,7 +46,7 @@ class Executor(trainer_executor.GenericExecutor):
             json.loads(exec_properties.get("custom_config") or "null")
         )
         place = workers.Workers.from_environment()
-        if template is None or place.is_chief and place.count > 1:
+        if template is None or (place.is_chief and place.count > 1):
             super().Do(input_dict, output_dict, exec_properties)
             return
         if place.count > 1:
