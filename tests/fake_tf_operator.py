@@ -5,9 +5,10 @@ What it does as the operator does (kubeflow/trainer v1.9.4, 4445c12a):
 
 - one pod per worker, named ``<job>-worker-<index>`` (pkg/core/utils.go:30), labelled
   with the job's name (common_types.go:34), whose ``tensorflow`` container gets the
-  replica template's command, variables (a Secret's key read from the test's cluster:
-  a missing Secret or key fails the job, as CreateContainerConfigError leaves a pod that
-  never starts), and claims;
+  replica template's command, variables (a Secret's key read from the test's cluster),
+  and claims; a missing Secret, key or claim starts no pod and leaves the job Created,
+  as kubelet leaves such a pod waiting (CreateContainerConfigError, or Pending), so the
+  task's wait ends only at its timeout;
 - ``TF_CONFIG`` (pkg/controller.v1/tensorflow/tensorflow.go, genClusterSpec and
   genTFConfigJSONStr): ``cluster.worker`` lists ``<job>-worker-<i>.<namespace>.svc:<port>``
   in index order, ``task`` is this pod's type and index, ``environment`` "cloud";
@@ -63,6 +64,7 @@ class FakeTFOperator:
         self.claims, self.secrets, self.network = claims, secrets, network
         self.jobs: list[dict] = []  # every job it was given, as created
         self.tf_configs: dict[str, dict] = {}  # each worker's TF_CONFIG, by pod name
+        self.waiting: dict[str, str] = {}  # jobs whose pods cannot start: why, by job name
         self._threads: list[threading.Thread] = []
         self._pods: set[str] = set()
         api.operator = self
@@ -100,7 +102,9 @@ class FakeTFOperator:
         try:
             options = self._options(container, pod_spec)
         except KeyError as e:
-            self._fail(namespace, name, f"{pods[0]}: {e.args[0]} (CreateContainerConfigError)")
+            # kubelet never starts such a pod (CreateContainerConfigError, or Pending on a
+            # missing claim), and the operator leaves the job Created: the task times out.
+            self.waiting[name] = e.args[0]
             return
         podman("pod", "create", "--name", name, "--network", "host")
         self._pods.add(name)

@@ -130,6 +130,12 @@ def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
     add_no_cache_argument(parser)
     parser.add_argument("--image", help="container image of every component but the Trainer")
     parser.add_argument("--trainer-image", help="the Trainer's container image (the GPU build)")
+    _add_trainer_arguments(parser)
+    _add_storage_arguments(parser)
+
+
+def _add_trainer_arguments(parser: argparse.ArgumentParser) -> None:
+    """The Trainer's pod: its GPUs, workers, limits, node pool and volumes."""
     parser.add_argument(
         "--gpus", type=int, default=1, help="GPUs the Trainer requests (default: 1; 0 for CPU)"
     )
@@ -168,6 +174,11 @@ def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="CLAIM:/PATH",
         help="PersistentVolumeClaim to mount into the Trainer, repeatable",
     )
+
+
+def _add_storage_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the tasks find their volumes, the serving folder, the daily state and the
+    pipeline root's store."""
     parser.add_argument(
         "--volume",
         action="append",

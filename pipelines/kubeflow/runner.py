@@ -163,19 +163,10 @@ def compile_for_kubeflow(
       task_paths.UnreachablePathError: a task is given a local path that no volume
         of its pod holds and the image does not (no file is left behind).
     """
-    if not output_file.endswith((".yaml", ".yml")):
-        raise ValueError(f"Output {output_file!r} must end in .yaml or .yml.")
-    if config.window and not state_dir:
-        raise ValueError(
-            f"window {config.window}: a window of spans on Kubeflow keeps its state in a "
-            "folder the pods reach: give state_dir."
-        )
+    _check_output_and_state(output_file, config, state_dir)
     pipeline = _kubeflow_pipeline(config, enable_cache, state_dir)
     resources = trainer_resources or TrainerResources()
-    resource_spec = resources.to_resource_spec()
-    if resource_spec.ByteSize():  # an empty spec would still write `resources: {}`
-        trainer = next(c for c in pipeline.components if c.id == TRAINER_ID)
-        trainer.with_platform_config(resource_spec)
+    _with_trainer_resources(pipeline, resources)
     _write_pipeline_spec(pipeline, output_file, image, trainer_image)
     _complete(output_file, config, state_dir)
     placements = _pods(output_file, dict(placements or {}), volumes, in_image)
@@ -185,6 +176,25 @@ def compile_for_kubeflow(
         _with_trainer_workers(output_file, trainer_workers, trainer_image, resources, placements)
     _append_platform_spec(output_file, placements)
     return output_file
+
+
+def _check_output_and_state(output_file: str, config: PipelineConfig, state_dir) -> None:
+    """Refuses an output that is not YAML, or a window of spans with no state folder."""
+    if not output_file.endswith((".yaml", ".yml")):
+        raise ValueError(f"Output {output_file!r} must end in .yaml or .yml.")
+    if config.window and not state_dir:
+        raise ValueError(
+            f"window {config.window}: a window of spans on Kubeflow keeps its state in a "
+            "folder the pods reach: give state_dir."
+        )
+
+
+def _with_trainer_resources(pipeline, resources: TrainerResources) -> None:
+    """The Trainer's GPUs, CPU and memory on its node, in place."""
+    resource_spec = resources.to_resource_spec()
+    if resource_spec.ByteSize():  # an empty spec would still write `resources: {}`
+        trainer = next(c for c in pipeline.components if c.id == TRAINER_ID)
+        trainer.with_platform_config(resource_spec)
 
 
 def _with_trainer_workers(

@@ -15,6 +15,8 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 
+from google.protobuf import json_format
+
 from tfrecord_pipelines.kubeflow import tf_job
 from tfrecord_pipelines.kubeflow.platform_spec import TaskPlacement
 from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
@@ -48,14 +50,8 @@ def worker_template(
             {"name": variable, "valueFrom": {"secretKeyRef": {"name": secret.secret, "key": key}}}
             for key, variable in secret.key_to_env
         ]
-    tolerations = []
-    for toleration in placement.tolerations:
-        entry = {"key": toleration.key, "effect": toleration.effect}
-        if toleration.value is None:
-            entry["operator"] = "Exists"
-        else:
-            entry.update(operator="Equal", value=toleration.value)
-        tolerations.append(entry)
+    # kfp-kubernetes' Toleration message has Kubernetes' own fields and names.
+    tolerations = [json_format.MessageToDict(t.to_proto()) for t in placement.tolerations]
     return tf_job.WorkerTemplate(
         workers=workers,
         image=image,
