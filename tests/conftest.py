@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from forked_cli import forkable, run_forked
+
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -71,7 +73,13 @@ def run_cli(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
     """Runs ``python -m tfrecord_pipelines ARGS`` as a user would, with ``env`` added to the
-    environment; returns the finished process."""
+    environment; returns the finished process.
+
+    Forked from the worker's command server (``forked_cli``) unless the command is given
+    variables or names an object store: then as a process of its own.
+    """
+    if forkable(args, env):
+        return run_forked(args, cwd or REPO_ROOT, timeout=1200)
     return subprocess.run(
         [sys.executable, "-m", "tfrecord_pipelines", *args],
         cwd=cwd or REPO_ROOT,
