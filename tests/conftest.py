@@ -14,6 +14,8 @@ from forked_cli import forkable, run_forked
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# The longest a command of a test may take.
+COMMAND_TIMEOUT_S = 1200
 # The bundled pipeline's components, in the order they run.
 PIPELINE_COMPONENTS = (
     "ImportSchemaGen",
@@ -79,13 +81,13 @@ def run_cli(
     variables or names an object store: then as a process of its own.
     """
     if forkable(args, env):
-        return run_forked(args, cwd or REPO_ROOT, timeout=1200)
+        return run_forked(args, cwd or REPO_ROOT, timeout=COMMAND_TIMEOUT_S)
     return subprocess.run(
         [sys.executable, "-m", "tfrecord_pipelines", *args],
         cwd=cwd or REPO_ROOT,
         capture_output=True,
         text=True,
-        timeout=1200,
+        timeout=COMMAND_TIMEOUT_S,
         env={**os.environ, **env} if env else None,
     )
 

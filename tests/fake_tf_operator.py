@@ -64,7 +64,6 @@ class FakeTFOperator:
         self.claims, self.secrets, self.network = claims, secrets, network
         self.jobs: list[dict] = []  # every job it was given, as created
         self.tf_configs: dict[str, dict] = {}  # each worker's TF_CONFIG, by pod name
-        self.waiting: dict[str, str] = {}  # jobs whose pods cannot start: why, by job name
         self._threads: list[threading.Thread] = []
         self._pods: set[str] = set()
         api.operator = self
@@ -101,10 +100,9 @@ class FakeTFOperator:
         hosts.chmod(0o644)
         try:
             options = self._options(container, pod_spec)
-        except KeyError as e:
+        except KeyError:
             # kubelet never starts such a pod (CreateContainerConfigError, or Pending on a
             # missing claim), and the operator leaves the job Created: the task times out.
-            self.waiting[name] = e.args[0]
             return
         podman("pod", "create", "--name", name, "--network", "host")
         self._pods.add(name)

@@ -32,6 +32,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from tfrecord_pipelines.components.storage.filesystem import is_object_store
+
 # The server: the command's first step (main's deferral), the modules a run, a convert and a
 # compile import, then a fork per request line. Each request is answered with the child's
 # pid, then its wait status.
@@ -94,7 +96,6 @@ for line in sys.stdin:
     answers.write(f"{wait_status}\n")
     answers.flush()
 """
-_OBJECT_STORES = ("gs://", "s3://", "minio://")
 
 
 class _Zygote:
@@ -155,7 +156,8 @@ _zygote: _Zygote | None = None
 
 def forkable(args, env) -> bool:
     """Whether a command can run in a fork: no variables of its own, no object store."""
-    return not env and not any(store in str(arg) for arg in args for store in _OBJECT_STORES)
+    # An option's value may follow its name after '=' (--data=gs://...).
+    return not env and not any(is_object_store(str(arg).rpartition("=")[2]) for arg in args)
 
 
 def run_forked(args, cwd: Path, timeout: float) -> subprocess.CompletedProcess:

@@ -133,6 +133,7 @@ def _pods(environment: dict[str, str] | None) -> Iterator[None]:
     on 127.0.0.1), when ``environment`` is given; and gone when the run ends, as a finished
     pod's container goes. kfp.local's DockerRunner has no setting for either, and leaves
     every task's container behind (a suite's run left 24)."""
+    from docker.errors import NotFound
     from docker.models.containers import ContainerCollection
 
     run, created = ContainerCollection.run, []
@@ -149,7 +150,7 @@ def _pods(environment: dict[str, str] | None) -> Iterator[None]:
             yield
     finally:
         for container in created:
-            with contextlib.suppress(Exception):  # already gone: nothing to remove
+            with contextlib.suppress(NotFound):  # already gone: nothing to remove
                 container.remove(force=True)
 
 
