@@ -1,7 +1,7 @@
 """A stand-in of the Kubernetes API server's TFJob and pod endpoints, for contract tests.
 
 The Trainer's task talks to the API server through the ``kubernetes`` client; no
-cluster runs here. ``FakeK8sApi`` answers the calls ``tf_job_runner`` makes, over
+cluster runs here. ``FakeK8sApi`` answers the calls ``job_runner`` makes, over
 HTTP, with the status codes and ``Status`` bodies the API server returns, and
 refuses what the real one refuses:
 
@@ -14,7 +14,8 @@ refuses what the real one refuses:
   story the test gives it (conditions, as the operator sets them), the last step
   staying;
 - deleting one: 200 with a Success Status, or 404;
-- listing pods by ``training.kubeflow.org/job-name`` and reading a pod's log
+- listing pods by ``training.kubeflow.org/job-name`` (each labelled, as the operator
+  labels them, with its ``training.kubeflow.org/replica-index``) and reading a pod's log
   (``tailLines``, ``previous``, ``container``): the pods the test gives.
 
 What the operator does between (pods, Services, ``TF_CONFIG``) is not imitated here:
@@ -197,8 +198,13 @@ def _pod(pod: FakePod) -> dict:
     }
     if pod.restarted_after is not None:
         status["lastState"] = terminated(pod.restarted_after)
+    labels = {
+        "training.kubeflow.org/job-name": pod.job,
+        # A worker's pod is <job>-worker-<index> (pkg/core/utils.go:30).
+        "training.kubeflow.org/replica-index": pod.name.rpartition("-")[2],
+    }
     return {
-        "metadata": {"name": pod.name, "labels": {"training.kubeflow.org/job-name": pod.job}},
+        "metadata": {"name": pod.name, "labels": labels},
         "status": {
             "phase": "Failed" if pod.exit_code else "Running",
             "containerStatuses": [status],

@@ -55,7 +55,7 @@ from daily_spans import SHIFTED_DAY, page_window_and_drift, write_day
 from fake_k8s_api import FakeK8sApi, FakeK8sServer, write_service_account
 from fake_tf_operator import FakeTFOperator
 from tfrecord_pipelines.components.spans.artifacts import span_of
-from tfrecord_pipelines.kubeflow import examples_in_store, tf_job
+from tfrecord_pipelines.kubeflow import examples_in_store, job_api
 
 pytestmark = [pytest.mark.e2e, pytest.mark.image]
 
@@ -249,7 +249,7 @@ def test_the_trainer_trains_in_a_tfjob_whose_workers_read_their_own_shards(clust
     for job, trainer in zip(jobs, trainers, strict=True):
         name = job["metadata"]["name"]
         [owner] = job["metadata"]["ownerReferences"]
-        assert (owner["kind"], name) == ("Pod", tf_job.job_name(owner["name"]))
+        assert (owner["kind"], name) == ("Pod", job_api.job_name(owner["name"]))
         assert job["metadata"]["namespace"] == NAMESPACE
         assert job["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] == TRAINER_WORKERS
         assert name in operator.api.deleted

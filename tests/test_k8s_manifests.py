@@ -493,5 +493,5 @@ def test_spark_driver_may_run_executor_pods_and_nothing_more():
 
 
 def test_the_trainers_task_may_run_its_tfjob():
-    """Its rules are held to the calls the task makes by test_tf_job_runner."""
+    """Its rules are held to the calls the task makes by test_job_runner."""
     _component_role_of_the_runner(TRAINER_WORKERS_DIR, TRAINER_WORKERS_ROLE, "trainer-workers")

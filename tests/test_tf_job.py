@@ -13,7 +13,7 @@ import kubernetes_validate
 import pytest
 
 from tfjob_contract import object_name_errors, schema_errors, webhook_errors
-from tfrecord_pipelines.kubeflow import tf_job
+from tfrecord_pipelines.kubeflow import job_api, tf_job
 from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
 
 KUBERNETES_VERSION = "1.31"
@@ -23,7 +23,7 @@ POD = "daily-pipeline-8kqzt-system-container-impl-2904817311"
 
 def _job(**overrides) -> dict:
     arguments = dict(
-        name=tf_job.job_name(POD),
+        name=job_api.job_name(POD),
         namespace="kubeflow-user-example-com",
         image="ghcr.io/tfrecord-pipelines/tfrecord-pipelines:0.1.0-gpu",
         command=["python", "-m", "tfrecord_pipelines.kubeflow.kfp_executor", "--worker"],
@@ -101,14 +101,14 @@ def test_a_cpu_worker_asks_for_no_accelerator():
     ],
 )
 def test_every_pod_name_gives_a_name_the_workers_can_carry(pod_name):
-    name = tf_job.job_name(pod_name)
-    job = _job(name=name, workers=tf_job.MAX_WORKERS)
+    name = job_api.job_name(pod_name)
+    job = _job(name=name, workers=job_api.MAX_WORKERS)
     assert webhook_errors(job) == [] and object_name_errors(job) == [], name
-    assert name != tf_job.job_name(pod_name + "-2")
+    assert name != job_api.job_name(pod_name + "-2")
 
 
 def test_a_short_valid_pod_name_is_kept():
-    assert tf_job.job_name("trainer-pod-1") == "trainer-pod-1"
+    assert job_api.job_name("trainer-pod-1") == "trainer-pod-1"
 
 
 def test_the_contract_refuses_what_the_operator_refuses():

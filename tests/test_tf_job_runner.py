@@ -19,7 +19,7 @@ from kubernetes import client
 
 from conftest import REPO_ROOT
 from fake_k8s_api import FakeK8sApi, FakeK8sServer, FakePod, story, write_service_account
-from tfrecord_pipelines.kubeflow import tf_job, tf_job_runner
+from tfrecord_pipelines.kubeflow import job_runner, tf_job
 from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
 
 NAMESPACE = "team-a"
@@ -53,8 +53,13 @@ def api():
 
 def _run(api, job=None, timeout_s=30.0):
     lines = []
-    outcome = tf_job_runner.run(
-        job or _job(), **api.clients, timeout_s=timeout_s, poll_s=0.01, log=lines.append
+    outcome = job_runner.run(
+        job or _job(),
+        api=tf_job.API,
+        **api.clients,
+        timeout_s=timeout_s,
+        poll_s=0.01,
+        log=lines.append,
     )
     return outcome, lines
 
@@ -89,7 +94,7 @@ def test_a_failed_job_is_one_line_naming_the_replica_after_its_last_lines(api):
         FakePod(f"{NAME}-worker-0", NAME),
         FakePod(f"{NAME}-worker-2", NAME, exit_code=1, log=log),
     ]
-    with pytest.raises(tf_job_runner.TFJobFailed) as failed:
+    with pytest.raises(job_runner.JobFailed) as failed:
         _run(api)
     message = str(failed.value)
     assert message == (
@@ -101,14 +106,14 @@ def test_a_failed_job_is_one_line_naming_the_replica_after_its_last_lines(api):
 def test_a_worker_that_failed_before_a_restart_is_read_from_its_previous_log(api):
     api.stories[NAME] = story("Running", "Failed")
     api.pods = [FakePod(f"{NAME}-worker-1", NAME, restarted_after=137, previous_log="OOMKilled\n")]
-    with pytest.raises(tf_job_runner.TFJobFailed, match=f"{NAME}-worker-1 exited 137: OOMKilled$"):
+    with pytest.raises(job_runner.JobFailed, match=f"{NAME}-worker-1 exited 137: OOMKilled$"):
         _run(api)
 
 
 def test_a_job_that_does_not_end_in_time_is_deleted(api):
     api.stories[NAME] = story("Created", "Running")
     with pytest.raises(
-        tf_job_runner.TFJobFailed, match="did not finish in 0 s .last state: Running.; deleted"
+        job_runner.JobFailed, match="did not finish in 0 s .last state: Running.; deleted"
     ):
         _run(api, timeout_s=0.2)
     assert api.deleted == [NAME]
@@ -130,7 +135,7 @@ def test_a_job_that_does_not_end_in_time_is_deleted(api):
 def test_a_job_the_api_refuses_fails_in_one_line_and_nothing_runs(api, change, code, words):
     job = _job()
     change(job)
-    with pytest.raises(tf_job_runner.TFJobFailed, match=f"could not be created: .*{words}") as e:
+    with pytest.raises(job_runner.JobFailed, match=f"could not be created: .*{words}") as e:
         _run(api, job)
     assert "\n" not in str(e.value)
     assert [c for c, _ in api.rejections] == [code] and not api.jobs and not api.deleted
@@ -139,7 +144,7 @@ def test_a_job_the_api_refuses_fails_in_one_line_and_nothing_runs(api, change, c
 def test_a_name_in_use_is_refused_and_the_other_job_is_left_alone(api):
     api.stories[NAME] = story("Running")
     api.jobs[(NAMESPACE, NAME)] = {"metadata": {"name": NAME}, "status": {}}
-    with pytest.raises(tf_job_runner.TFJobFailed, match="already exists"):
+    with pytest.raises(job_runner.JobFailed, match="already exists"):
         _run(api)
     assert [c for c, _ in api.rejections] == [409]
 
@@ -150,16 +155,17 @@ def test_a_stopped_task_deletes_its_job(api):
     script = textwrap.dedent(f"""
         import json, sys
         from kubernetes import client
-        from tfrecord_pipelines.kubeflow import tf_job_runner
+        from tfrecord_pipelines.kubeflow import job_runner, tf_job
         configuration = client.Configuration()
         configuration.host = {api.url!r}
         api_client = client.ApiClient(configuration)
         try:
-            tf_job_runner.run(
-                json.loads(sys.argv[1]), custom_objects=client.CustomObjectsApi(api_client),
+            job_runner.run(
+                json.loads(sys.argv[1]), api=tf_job.API,
+                custom_objects=client.CustomObjectsApi(api_client),
                 core=client.CoreV1Api(api_client), timeout_s=60, poll_s=0.05, log=print,
             )
-        except tf_job_runner.TFJobFailed as e:
+        except job_runner.JobFailed as e:
             sys.exit(f"error: {{e}}")
     """)
     task = subprocess.Popen(
@@ -203,14 +209,16 @@ def test_in_a_pod_the_job_is_made_over_tls_with_the_service_accounts_token(tmp_p
         api.stories[NAME] = story("Created", "Succeeded")
         api_client, clients = _in_cluster_clients(account, server.port)
         assert server.url.startswith("https://")
-        outcome = tf_job_runner.run(_job(), **clients, timeout_s=30, poll_s=0.01, log=print)
+        outcome = job_runner.run(
+            _job(), api=tf_job.API, **clients, timeout_s=30, poll_s=0.01, log=print
+        )
         assert outcome.state == "Succeeded" and api.deleted == [NAME]
         api_client.close()
         other = tmp_path / "other-token"
         other.write_text("not-the-token")
         api_client, clients = _in_cluster_clients(account, server.port, other)
-        with pytest.raises(tf_job_runner.TFJobFailed, match="could not be created: Unauthorized"):
-            tf_job_runner.run(_job(), **clients, timeout_s=30, poll_s=0.01, log=print)
+        with pytest.raises(job_runner.JobFailed, match="could not be created: Unauthorized"):
+            job_runner.run(_job(), api=tf_job.API, **clients, timeout_s=30, poll_s=0.01, log=print)
         api_client.close()
     finally:
         server.close()
@@ -242,7 +250,7 @@ def test_the_role_grants_the_calls_the_task_makes_and_nothing_more(api):
     _run(api)
     api.stories[NAME] = story("Running", "Failed")
     api.pods = [FakePod(f"{NAME}-worker-0", NAME, exit_code=1, log="ValueError\n")]
-    with pytest.raises(tf_job_runner.TFJobFailed):
+    with pytest.raises(job_runner.JobFailed):
         _run(api)
     made = {_permission(method, path) for method, path in api.requests}
     [role] = [d for d in yaml.safe_load_all(RBAC.read_text()) if d["kind"] == "Role"]

@@ -17,7 +17,7 @@ import yaml
 
 from conftest import REPO_ROOT, compile_in_process, run_cli
 from tfjob_contract import object_name_errors, schema_errors, webhook_errors
-from tfrecord_pipelines.kubeflow import tf_job, tf_job_trainer, trainer_job_spec
+from tfrecord_pipelines.kubeflow import job_api, job_trainer, trainer_job_spec, worker_template
 from tfrecord_pipelines.kubeflow.platform_spec import (
     SecretEnv,
     TaskPlacement,
@@ -41,7 +41,7 @@ PLACEMENT = TaskPlacement(
 ENV = ({"name": "TFRECORD_PIPELINES_ARTIFACT_ENDPOINT", "value": "http://seaweedfs.kubeflow:9000"},)
 
 
-def _template(**overrides) -> tf_job.WorkerTemplate:
+def _template(**overrides) -> worker_template.WorkerTemplate:
     arguments = dict(
         workers=4, image="image:gpu", resources=TrainerResources(gpus=2), placement=PLACEMENT,
         env=ENV,
@@ -52,7 +52,7 @@ def _template(**overrides) -> tf_job.WorkerTemplate:
 def test_each_worker_is_the_trainers_pod_again_and_the_job_is_what_the_operator_takes():
     template = _template()
     job = template.job(
-        name=tf_job.job_name(POD), namespace="team-a", command=["python", "-m", "x"],
+        name=job_api.job_name(POD), namespace="team-a", command=["python", "-m", "x"],
         owner={"name": POD, "uid": "uid-1"},
     )  # fmt: skip
     assert schema_errors(job) == webhook_errors(job) == object_name_errors(job) == []
@@ -86,8 +86,8 @@ def test_each_worker_is_the_trainers_pod_again_and_the_job_is_what_the_operator_
 def test_the_template_comes_back_from_the_trainers_custom_config_as_compiled():
     template = _template()
     through_json = json.loads(json.dumps({"other": 1, **template.to_custom_config()}))
-    assert tf_job.WorkerTemplate.from_custom_config(through_json) == template
-    assert tf_job.WorkerTemplate.from_custom_config({"other": 1}) is None
+    assert worker_template.WorkerTemplate.from_custom_config(through_json) == template
+    assert worker_template.WorkerTemplate.from_custom_config({"other": 1}) is None
 
 
 def test_one_worker_or_a_bad_timeout_is_refused_in_one_line():
@@ -99,13 +99,13 @@ def test_one_worker_or_a_bad_timeout_is_refused_in_one_line():
 
 def test_the_worker_command_is_the_tasks_own_and_the_worker_flag():
     argv = ["python", "-m", "tfrecord_pipelines.kubeflow.kfp_executor", "--x", "{}"]
-    assert tf_job_trainer.worker_command(argv) == [*argv, "--tfjob_worker"]
+    assert job_trainer.worker_command(argv) == [*argv, "--tfjob_worker"]
 
 
 def test_outside_a_kfp_pod_the_task_says_what_is_missing(tmp_path, monkeypatch):
-    monkeypatch.setattr(tf_job_trainer, "SERVICE_ACCOUNT_DIR", str(tmp_path))
+    monkeypatch.setattr(job_trainer, "SERVICE_ACCOUNT_DIR", str(tmp_path))
     with pytest.raises(RuntimeError, match="KFP_POD_NAME, KFP_POD_UID missing"):
-        tf_job_trainer.run_job(_template(), environ={})
+        job_trainer.run_job(_template(), environ={})
 
 
 # The guide's command (docs/guides/trainer-workers.md), and two more to compare with.
@@ -141,7 +141,7 @@ def _trainer(spec: dict) -> tuple[list[str], dict]:
 def test_workers_give_the_trainer_the_job_executor_and_its_template(compiled):
     args, custom_config = _trainer(compiled["guide"])
     assert args[args.index("--executor_class_path") + 1] == trainer_job_spec.EXECUTOR_CLASS_PATH
-    template = tf_job.WorkerTemplate.from_custom_config(custom_config)
+    template = worker_template.WorkerTemplate.from_custom_config(custom_config)
     assert template.workers == 4 and template.resources.gpus == 2
     container = compiled["guide"]["deploymentSpec"]["executors"]["Trainer_executor"]["container"]
     assert template.image == container["image"]
@@ -150,7 +150,7 @@ def test_workers_give_the_trainer_the_job_executor_and_its_template(compiled):
     assert one_args[one_args.index("--executor_class_path") + 1] == (
         "tfx.components.trainer.executor.GenericExecutor"
     )
-    assert {k: v for k, v in custom_config.items() if k != tf_job.CUSTOM_CONFIG_KEY} == one
+    assert {k: v for k, v in custom_config.items() if k != worker_template.CUSTOM_CONFIG_KEY} == one
 
 
 def _example_gen_sharding(spec: dict) -> dict:
@@ -199,10 +199,10 @@ def test_the_guides_tfjob_is_the_one_its_command_makes(compiled):
     shown = yaml.safe_load(block)
     pod = shown["metadata"]["ownerReferences"][0]["name"]
     _, custom_config = _trainer(compiled["guide"])
-    made = tf_job.WorkerTemplate.from_custom_config(custom_config).job(
-        name=tf_job.job_name(pod),
+    made = worker_template.WorkerTemplate.from_custom_config(custom_config).job(
+        name=job_api.job_name(pod),
         namespace=shown["metadata"]["namespace"],
-        command=tf_job_trainer.worker_command(
+        command=job_trainer.worker_command(
             ["python", "-m", "tfrecord_pipelines.kubeflow.kfp_executor", "<the task's arguments>"]
         ),
         owner={"name": pod, "uid": "<the task pod's uid>"},

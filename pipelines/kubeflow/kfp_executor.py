@@ -45,7 +45,7 @@ entry point in the same process:
 - The ``executor-logs`` output that the driver adds for published logs is
   hidden from TFX, which cannot import its ``system.Artifact`` type.
 - A TFJob's worker (``--tfjob_worker``: the Trainer's task, compiled with more than one
-  trainer worker, runs its own command line in each, ``tf_job_trainer``) has no launcher:
+  trainer worker, runs its own command line in each, ``job_trainer``) has no launcher:
   it reads every input and writes every output in its store (``locate_in_stores``), and
   its executor output is nobody's (the task writes the task's).
 """
@@ -73,7 +73,7 @@ from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.daily import conversion_reuse
 from tfrecord_pipelines.components.storage import filesystem, launcher_copies, object_stores
 from tfrecord_pipelines.definition.beam_args import without_tfx_package
-from tfrecord_pipelines.kubeflow import examples_in_store, tf_job
+from tfrecord_pipelines.kubeflow import examples_in_store, worker_template
 
 # The output the KFP driver adds when it publishes logs (driver provisionOutputs);
 # it is typed system.Artifact, which TFX cannot import.
@@ -408,7 +408,7 @@ def _parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     # The compiled pipeline's tasks: examples written into the store, handed on as references.
     parser.add_argument(f"--{examples_in_store.FLAG}", action="store_true")
     # A TFJob's worker, started by the Trainer's task with the task's own command line.
-    parser.add_argument(f"--{tf_job.WORKER_FLAG}", action="store_true")
+    parser.add_argument(f"--{worker_template.WORKER_FLAG}", action="store_true")
     return parser.parse_known_args(list(argv[1:]))
 
 
@@ -443,7 +443,7 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
         executor_input, inputs_spec, project_artifact_class_paths()
     )
     endpoint = object_stores.artifact_store_endpoint()
-    worker = getattr(args, tf_job.WORKER_FLAG, False)
+    worker = getattr(args, worker_template.WORKER_FLAG, False)
     if worker:
         locate_in_stores(executor_input, endpoint)
         local_to_remote, in_store = {}, {}

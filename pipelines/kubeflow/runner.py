@@ -214,7 +214,7 @@ def _with_trainer_workers(
     template = trainer_job_spec.worker_template(
         workers, image, resources, placements.get(TRAINER_ID, TaskPlacement()), env
     )
-    trainer_job_spec.with_tf_job(spec, label, TRAINER_ID, template)
+    trainer_job_spec.with_worker_job(spec, label, TRAINER_ID, template)
     with filesystem.open_file(output_file, "w") as f:
         f.write(yaml.safe_dump(spec, sort_keys=False))
 

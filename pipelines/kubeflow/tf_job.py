@@ -28,123 +28,30 @@ What the object holds, and why (kubeflow/trainer v1.9.4, 4445c12a):
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import re
 from collections.abc import Mapping, Sequence
 
+from tfrecord_pipelines.kubeflow.job_api import (
+    DEFAULT_BACKOFF_LIMIT,
+    MANAGED_BY_LABEL,
+    MANAGER,
+    JobApi,
+    check_job,
+)
 from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
 
-API_VERSION = "kubeflow.org/v1"
-KIND = "TFJob"
-PLURAL = "tfjobs"
-# pkg/apis/kubeflow.org/v1/tensorflow_types.go:26, TFJobDefaultContainerName.
-CONTAINER = "tensorflow"
+API = JobApi(
+    kind="TFJob",
+    group="kubeflow.org",
+    version="v1",
+    plural="tfjobs",
+    # pkg/apis/kubeflow.org/v1/tensorflow_types.go:26, TFJobDefaultContainerName.
+    container="tensorflow",
+    succeeded="Succeeded",
+    # pkg/apis/kubeflow.org/v1/common_types.go:25-34: the job's name and the replica's index.
+    job_label="training.kubeflow.org/job-name",
+    index_key="training.kubeflow.org/replica-index",
+)
 WORKER = "Worker"
-# A Kubernetes name that must be a DNS-1035 label (apimachinery's NameIsDNS1035Label).
-_DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-DNS_1035_MAX = 63
-# The suffix the operator appends for the workers' pods and Services, for up to 999 workers.
-_REPLICA_SUFFIX = len("-worker-999")
-MAX_NAME = DNS_1035_MAX - _REPLICA_SUFFIX
-MAX_WORKERS = 999
-DEFAULT_BACKOFF_LIMIT = 3
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-MANAGER = "tfrecord-pipelines"
-# How long the task waits for the job from its creation, unless compiled otherwise: a day.
-DEFAULT_TIMEOUT_S = 24 * 3600
-# The entry point's flag that makes a process one of the job's workers (``kfp_executor``).
-WORKER_FLAG = "tfjob_worker"
-# The Trainer's custom_config entry that holds the compiled WorkerTemplate.
-CUSTOM_CONFIG_KEY = "tf_job"
-
-
-@dataclasses.dataclass(frozen=True)
-class WorkerTemplate:
-    """What the compiled pipeline fixes of the Trainer's TFJob; the task adds the job's name,
-    namespace, owner and the workers' command when it runs (``tf_job``).
-
-    Attributes:
-      workers: how many workers, 2 or more.
-      image: the Trainer's image.
-      resources: each worker's accelerators, CPU and memory (the Trainer pod's).
-      env: the workers' variables: the Trainer container's, a Secret's key as a
-        ``secretKeyRef`` (never its value).
-      volumes: the claims the Trainer's pod mounts, as pod volumes.
-      volume_mounts: where the container mounts them.
-      node_selector: the Trainer's node pool.
-      tolerations: the taints the Trainer's pod tolerates.
-      backoff_limit: restarts of failed workers before the job fails.
-      timeout_s: how long the task waits for the job.
-    """
-
-    workers: int
-    image: str
-    resources: TrainerResources = TrainerResources()
-    env: tuple[Mapping, ...] = ()
-    volumes: tuple[Mapping, ...] = ()
-    volume_mounts: tuple[Mapping, ...] = ()
-    node_selector: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    tolerations: tuple[Mapping, ...] = ()
-    backoff_limit: int = DEFAULT_BACKOFF_LIMIT
-    timeout_s: float = DEFAULT_TIMEOUT_S
-
-    def __post_init__(self):
-        _check("template", self.workers, self.backoff_limit, self.image, ["-"], name_known=False)
-        if self.timeout_s <= 0:
-            raise ValueError(f"the TFJob's timeout must be positive, got {self.timeout_s} s")
-
-    def to_custom_config(self) -> dict:
-        """The JSON-serializable custom_config entry (``CUSTOM_CONFIG_KEY``)."""
-        fields = dataclasses.asdict(self)
-        fields["resources"] = dataclasses.asdict(self.resources)
-        return {CUSTOM_CONFIG_KEY: fields}
-
-    @classmethod
-    def from_custom_config(cls, custom_config: Mapping | None) -> WorkerTemplate | None:
-        """The template in the Trainer's custom_config; None: one worker, no job."""
-        fields = (custom_config or {}).get(CUSTOM_CONFIG_KEY)
-        if not fields:
-            return None
-        fields = dict(fields)
-        fields["resources"] = TrainerResources(**fields["resources"])
-        for name in ("env", "volumes", "volume_mounts", "tolerations"):
-            fields[name] = tuple(fields.get(name, ()))
-        return cls(**fields)
-
-    def job(self, *, name: str, namespace: str, command: Sequence[str], owner=None) -> dict:
-        """The TFJob of this template for the task's pod (``tf_job``)."""
-        return tf_job(
-            name=name,
-            namespace=namespace,
-            image=self.image,
-            command=command,
-            workers=self.workers,
-            resources=self.resources,
-            owner=owner,
-            env=self.env,
-            volumes=self.volumes,
-            volume_mounts=self.volume_mounts,
-            node_selector=self.node_selector,
-            tolerations=self.tolerations,
-            backoff_limit=self.backoff_limit,
-        )
-
-
-def job_name(pod_name: str) -> str:
-    """A TFJob name for the task's pod: DNS-1035, short enough for the workers' names.
-
-    The pod's name when it already is one; otherwise its letters, digits and dashes, cut
-    to length, and a digest of the whole, so that two tasks' jobs never share a name.
-    """
-    if not pod_name:
-        raise ValueError("the task's pod name is empty: the TFJob's name comes from it")
-    if _DNS_1035.fullmatch(pod_name) and len(pod_name) <= MAX_NAME:
-        return pod_name
-    digest = hashlib.sha256(pod_name.encode()).hexdigest()[:10]
-    cleaned = re.sub(r"[^a-z0-9-]+", "-", pod_name.lower())
-    head = re.sub(r"^[^a-z]+", "", cleaned)[: MAX_NAME - len(digest) - 1].rstrip("-")
-    return f"{head or 'tfjob'}-{digest}"
 
 
 def tf_job(
@@ -187,7 +94,7 @@ def tf_job(
       ValueError: a name the operator or Kubernetes would refuse, or fewer than two or
         more than 999 workers, in one line naming the value.
     """
-    _check(name, workers, backoff_limit, image, command)
+    check_job(API.kind, name, workers, backoff_limit, image, command)
     pod_spec = _pod_spec(image, command, resources, env, volumes, volume_mounts, service_account)
     if node_selector:
         pod_spec["nodeSelector"] = dict(node_selector)
@@ -203,8 +110,8 @@ def tf_job(
             {"apiVersion": "v1", "kind": "Pod", "name": owner["name"], "uid": owner["uid"]}
         ]
     return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
+        "apiVersion": API.api_version,
+        "kind": API.kind,
         "metadata": metadata,
         "spec": {
             "successPolicy": "AllWorkers",
@@ -222,7 +129,7 @@ def tf_job(
 
 def _pod_spec(image, command, resources, env, volumes, volume_mounts, service_account) -> dict:
     """Each worker's pod: the ``tensorflow`` container of the task's image and its mounts."""
-    container: dict = {"name": CONTAINER, "image": image, "command": list(command)}
+    container: dict = {"name": API.container, "image": image, "command": list(command)}
     limits = _limits(resources)
     if limits:
         container["resources"] = {"limits": limits}
@@ -238,26 +145,6 @@ def _pod_spec(image, command, resources, env, volumes, volume_mounts, service_ac
     return pod_spec
 
 
-def _check(
-    name: str, workers: int, backoff_limit: int, image: str, command, name_known: bool = True
-) -> None:
-    """Refuses, in one line, what the operator or Kubernetes would refuse."""
-    if name_known and (not _DNS_1035.fullmatch(name) or len(name) > MAX_NAME):
-        raise ValueError(
-            f"TFJob name {name!r} must be a DNS-1035 label of at most {MAX_NAME} characters "
-            f"(its workers' pods and Services add '-worker-<index>' to it)"
-        )
-    if not 2 <= workers <= MAX_WORKERS:
-        raise ValueError(
-            f"a TFJob runs 2 to {MAX_WORKERS} trainer workers, got {workers} "
-            "(one worker trains in the task's own pod)"
-        )
-    if backoff_limit < 0:
-        raise ValueError(f"backoff_limit must be 0 or more, got {backoff_limit}")
-    if not image or not command:
-        raise ValueError("the workers need the task's image and a command")
-
-
 def _limits(resources: TrainerResources) -> dict[str, str]:
     """Each worker's limits: its accelerators, and the CPU and memory the Trainer's pod has."""
     limits = {}
@@ -268,3 +155,22 @@ def _limits(resources: TrainerResources) -> dict[str, str]:
     if resources.memory:
         limits["memory"] = resources.memory
     return limits
+
+
+def from_template(template, *, name: str, namespace: str, command: Sequence[str], owner=None):
+    """The TFJob of a ``worker_template.WorkerTemplate`` for the task's pod."""
+    return tf_job(
+        name=name,
+        namespace=namespace,
+        image=template.image,
+        command=command,
+        workers=template.workers,
+        resources=template.resources,
+        owner=owner,
+        env=template.env,
+        volumes=template.volumes,
+        volume_mounts=template.volume_mounts,
+        node_selector=template.node_selector,
+        tolerations=template.tolerations,
+        backoff_limit=template.backoff_limit,
+    )

@@ -1,8 +1,8 @@
 """The compiled Trainer of more than one worker: its TFJob's template and its executor.
 
 ``compile --trainer-workers N`` (N > 1) gives the Trainer's task the executor that
-creates a TFJob (``tf_job_trainer``) and, in its custom_config, the job's
-``tf_job.WorkerTemplate``: each worker is the Trainer's pod again, so it gets the
+creates a TFJob (``job_trainer``) and, in its custom_config, the job's
+``worker_template.WorkerTemplate``: each worker is the Trainer's pod again, so it gets the
 Trainer's image, resources, node pool and tolerations, the claims the Trainer
 mounts (a claim every worker's node reaches: ReadWriteMany on more than one node)
 and the Trainer container's variables, a Secret's key by reference. One worker
@@ -17,11 +17,11 @@ from collections.abc import Mapping, Sequence
 
 from google.protobuf import json_format
 
-from tfrecord_pipelines.kubeflow import tf_job
+from tfrecord_pipelines.kubeflow import worker_template as templates
 from tfrecord_pipelines.kubeflow.platform_spec import TaskPlacement
 from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
 
-EXECUTOR_CLASS_PATH = "tfrecord_pipelines.kubeflow.tf_job_trainer.Executor"
+EXECUTOR_CLASS_PATH = "tfrecord_pipelines.kubeflow.job_trainer.Executor"
 _CLASS_FLAG = "--executor_class_path"
 
 
@@ -31,8 +31,8 @@ def worker_template(
     resources: TrainerResources,
     placement: TaskPlacement,
     env: Sequence[Mapping[str, str]] = (),
-    timeout_s: float = tf_job.DEFAULT_TIMEOUT_S,
-) -> tf_job.WorkerTemplate:
+    timeout_s: float = templates.DEFAULT_TIMEOUT_S,
+) -> templates.WorkerTemplate:
     """The TFJob's template for the Trainer's pod as compiled (its PLACEMENT, its container's
     ENV).
 
@@ -52,7 +52,7 @@ def worker_template(
         ]
     # kfp-kubernetes' Toleration message has Kubernetes' own fields and names.
     tolerations = [json_format.MessageToDict(t.to_proto()) for t in placement.tolerations]
-    return tf_job.WorkerTemplate(
+    return templates.WorkerTemplate(
         workers=workers,
         image=image,
         resources=resources,
@@ -65,9 +65,9 @@ def worker_template(
     )
 
 
-def with_tf_job(spec: dict, executor_label: str, task: str, template: tf_job.WorkerTemplate):
+def with_worker_job(spec: dict, executor_label: str, task: str, template: templates.WorkerTemplate):
     """The compiled PipelineSpec (a dict, changed in place) with the Trainer's task running
-    ``tf_job_trainer``'s executor and holding TEMPLATE in its custom_config.
+    ``job_trainer``'s executor and holding TEMPLATE in its custom_config.
 
     Raises:
       ValueError: the spec's Trainer has no executor class flag or custom_config.

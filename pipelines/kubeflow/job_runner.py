@@ -1,4 +1,5 @@
-"""Runs the Trainer's TFJob from the Trainer's task: creates it, waits, reports, deletes it.
+"""Runs the Trainer's training job from the Trainer's task: creates it, waits, reports,
+deletes it.
 
 As TFX's Vertex trainer runs its custom job from the task
 (tfx/extensions/google_cloud_ai_platform/runner.py), the task creates the job
@@ -10,9 +11,9 @@ after that replica's last log lines. The job is deleted whatever the end,
 including a timeout and a cancelled run (KFP stops the task's pod with SIGTERM;
 the job's ownerReference to that pod covers a kill that leaves no time).
 
-The states are the operator's conditions (kubeflow/trainer v1.9.4,
+The states are the controller's conditions (a TFJob's: kubeflow/trainer v1.9.4,
 pkg/apis/kubeflow.org/v1/common_types.go:132-160): the last condition whose
-status is True.
+status is True. What differs between kinds of job is in their ``job_api.JobApi``.
 """
 
 from __future__ import annotations
@@ -24,16 +25,13 @@ import threading
 import time
 from collections.abc import Callable
 
-from tfrecord_pipelines.kubeflow import api_errors, tf_job
+from tfrecord_pipelines.kubeflow import api_errors
+from tfrecord_pipelines.kubeflow.job_api import JobApi
 
-GROUP = "kubeflow.org"
-VERSION = "v1"
-# pkg/apis/kubeflow.org/v1/common_types.go:34, the label the operator puts on the job's pods.
-JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 LOG_LINES = 20
 
 
-class TFJobFailed(RuntimeError):
+class JobFailed(RuntimeError):
     """The job failed, timed out or could not be created; the message is one line."""
 
 
@@ -58,6 +56,7 @@ def state_of(job: dict) -> tuple[str, str]:
 def run(
     job: dict,
     *,
+    api: JobApi,
     custom_objects,
     core,
     timeout_s: float,
@@ -67,7 +66,8 @@ def run(
     """Creates JOB, waits until it succeeds or fails, and deletes it.
 
     Args:
-      job: the TFJob (``tf_job.tf_job``).
+      job: the job (``tf_job.tf_job``).
+      api: its kind's API (``tf_job.API``).
       custom_objects: a ``kubernetes.client.CustomObjectsApi``.
       core: a ``kubernetes.client.CoreV1Api``, for the workers' pods and logs.
       timeout_s: how long the job may take from its creation.
@@ -78,57 +78,75 @@ def run(
       The final state, the seconds it took, and the chief's (worker 0's) log.
 
     Raises:
-      TFJobFailed: the API refused the job, the job failed, or it did not end in time.
+      JobFailed: the API refused the job, the job failed, or it did not end in time.
     """
     from kubernetes.client.exceptions import ApiException
 
     namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
-    where = f"TFJob {namespace}/{name}"
+    where = f"{api.kind} {namespace}/{name}"
     try:
         custom_objects.create_namespaced_custom_object(
-            GROUP, VERSION, namespace, tf_job.PLURAL, job
+            api.group, api.version, namespace, api.plural, job
         )
     except ApiException as e:
-        raise TFJobFailed(f"{where} could not be created: {_reason(e)}") from None
+        raise JobFailed(f"{where} could not be created: {_reason(e)}") from None
     start, seen = time.monotonic(), None
     try:
-        with _stopped_by_sigterm():
+        with _stopped_by_sigterm(api.kind):
             while True:
                 current = custom_objects.get_namespaced_custom_object(
-                    GROUP, VERSION, namespace, tf_job.PLURAL, name
+                    api.group, api.version, namespace, api.plural, name
                 )
                 state, message = state_of(current)
                 if state != seen:
                     log(f"{where}: {state or 'waiting for the operator'}. {message}".rstrip())
                     seen = state
                 seconds = time.monotonic() - start
-                if state == "Succeeded":
-                    chief = _log(core, namespace, f"{name}-worker-0", tail=None)
+                if state == api.succeeded:
+                    chief = _chief_log(api, core, namespace, name)
                     log(f"{where}: the chief's log (worker 0):\n{chief}")
                     return Outcome(state, seconds, chief)
                 if state == "Failed":
-                    raise TFJobFailed(_failure(core, namespace, name, where, message, log))
+                    raise JobFailed(_failure(api, core, namespace, name, where, message, log))
                 if seconds >= timeout_s:
-                    raise TFJobFailed(
+                    raise JobFailed(
                         f"{where} did not finish in {timeout_s:.0f} s "
                         f"(last state: {state or 'not started'}); deleted"
                     )
                 time.sleep(poll_s)
     finally:
-        _delete(custom_objects, namespace, name, log)
+        _delete(api, custom_objects, namespace, name, log)
 
 
-def _failure(core, namespace: str, name: str, where: str, message: str, log) -> str:
+def _pods(api: JobApi, core, namespace: str, name: str) -> list:
+    """The job's pods, by worker index (then name)."""
+    pods = core.list_namespaced_pod(namespace, label_selector=api.pod_selector(name)).items
+
+    def order(pod):
+        index = api.worker_index(pod.metadata)
+        return (index is None, index or 0, pod.metadata.name)
+
+    return sorted(pods, key=order)
+
+
+def _chief_log(api: JobApi, core, namespace: str, name: str) -> str:
+    """Worker 0's whole log."""
+    for pod in _pods(api, core, namespace, name):
+        if api.worker_index(pod.metadata) == 0:
+            return _log(api, core, namespace, pod.metadata.name, tail=None)
+    return "(no log: worker 0's pod is gone)"
+
+
+def _failure(api: JobApi, core, namespace: str, name: str, where: str, message: str, log) -> str:
     """The failed replica, its exit code and last log line; its last lines go to LOG."""
-    pods = core.list_namespaced_pod(namespace, label_selector=f"{JOB_NAME_LABEL}={name}")
-    for pod in sorted(pods.items, key=lambda p: p.metadata.name):
+    for pod in _pods(api, core, namespace, name):
         for status in pod.status.container_statuses or []:
             for terminated, previous in (
                 (status.state and status.state.terminated, False),
                 (status.last_state and status.last_state.terminated, True),
             ):
                 if terminated and terminated.exit_code:
-                    lines = _log(core, namespace, pod.metadata.name, LOG_LINES, previous)
+                    lines = _log(api, core, namespace, pod.metadata.name, LOG_LINES, previous)
                     log(f"{where}: the last lines of {pod.metadata.name}:\n{lines}")
                     last = next((s for s in reversed(lines.splitlines()) if s.strip()), "")
                     return f"{where} failed: {pod.metadata.name} exited {terminated.exit_code}" + (
@@ -137,27 +155,29 @@ def _failure(core, namespace: str, name: str, where: str, message: str, log) -> 
     return f"{where} failed: {message or 'no replica left an exit code'}"
 
 
-def _log(core, namespace: str, pod: str, tail: int | None, previous: bool = False) -> str:
+def _log(
+    api: JobApi, core, namespace: str, pod: str, tail: int | None, previous: bool = False
+) -> str:
     from kubernetes.client.exceptions import ApiException
 
     try:
         return core.read_namespaced_pod_log(
-            pod, namespace, container=tf_job.CONTAINER, tail_lines=tail, previous=previous
+            pod, namespace, container=api.container, tail_lines=tail, previous=previous
         )
     except ApiException as e:
         return f"(no log: {_reason(e)})"
 
 
-def _delete(custom_objects, namespace: str, name: str, log) -> None:
+def _delete(api: JobApi, custom_objects, namespace: str, name: str, log) -> None:
     from kubernetes.client.exceptions import ApiException
 
     try:
         custom_objects.delete_namespaced_custom_object(
-            GROUP, VERSION, namespace, tf_job.PLURAL, name, propagation_policy="Background"
+            api.group, api.version, namespace, api.plural, name, propagation_policy="Background"
         )
     except ApiException as e:
         if e.status != 404:
-            log(f"TFJob {namespace}/{name} could not be deleted: {_reason(e)}")
+            log(f"{api.kind} {namespace}/{name} could not be deleted: {_reason(e)}")
 
 
 def _reason(error) -> str:
@@ -166,7 +186,7 @@ def _reason(error) -> str:
 
 
 @contextlib.contextmanager
-def _stopped_by_sigterm():
+def _stopped_by_sigterm(kind: str):
     """SIGTERM (KFP stopping the task's pod) ends the wait as an exception would: the job
     is deleted on the way out. Only the main thread can take signals."""
     if threading.current_thread() is not threading.main_thread():
@@ -174,7 +194,7 @@ def _stopped_by_sigterm():
         return
 
     def stop(signum, frame):
-        raise TFJobFailed("the task was stopped (SIGTERM); the TFJob is deleted")
+        raise JobFailed(f"the task was stopped (SIGTERM); the {kind} is deleted")
 
     before = signal.signal(signal.SIGTERM, stop)
     try:

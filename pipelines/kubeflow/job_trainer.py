@@ -2,9 +2,9 @@
 
 As TFX's Vertex trainer runs its custom job from the Trainer's task
 (tfx/extensions/google_cloud_ai_platform/trainer/executor.py), the task's executor
-creates a TFJob (``tf_job``) from the template the compiled pipeline holds in the
-Trainer's custom_config (``tf_job.WorkerTemplate``), waits for it
-(``tf_job_runner``) and ends as it ends. Each worker runs the task's own command
+creates a training job (a TFJob: ``tf_job``) from the template the compiled pipeline
+holds in the Trainer's custom_config (``worker_template.WorkerTemplate``), waits for it
+(``job_runner``) and ends as it ends. Each worker runs the task's own command
 line, the same entry point with the same ExecutorInput, plus ``--tfjob_worker``:
 there the entry point reads every input and writes every output in its store,
 as no launcher stages anything in a worker's pod (``kfp_executor.locate_in_stores``),
@@ -31,7 +31,7 @@ from tfx.components.trainer import executor as trainer_executor
 from tfx.components.util import udf_utils
 
 from tfrecord_pipelines.components.trainer import workers
-from tfrecord_pipelines.kubeflow import tf_job, tf_job_runner
+from tfrecord_pipelines.kubeflow import job_api, job_runner, worker_template
 
 POD_NAME, POD_UID = "KFP_POD_NAME", "KFP_POD_UID"
 # Where Kubernetes mounts the pod's service account (its namespace, token and CA).
@@ -42,7 +42,7 @@ class Executor(trainer_executor.GenericExecutor):
     """Trains in a TFJob's workers: creates the job from the task, trains in each worker."""
 
     def Do(self, input_dict, output_dict, exec_properties) -> None:  # noqa: N802 (TFX's name)
-        template = tf_job.WorkerTemplate.from_custom_config(
+        template = worker_template.WorkerTemplate.from_custom_config(
             json.loads(exec_properties.get("custom_config") or "null")
         )
         place = workers.Workers.from_environment()
@@ -55,19 +55,24 @@ class Executor(trainer_executor.GenericExecutor):
             udf_utils.get_fn(exec_properties, "run_fn")(fn_args)
             return
         outcome = run_job(template)
-        logging.info("The TFJob's %d workers trained in %.0f s.", template.workers, outcome.seconds)
+        logging.info(
+            "The %s's %d workers trained in %.0f s.",
+            template.kind,
+            template.workers,
+            outcome.seconds,
+        )
 
 
 def worker_command(argv: list[str]) -> list[str]:
     """The workers' command: the task's own command line, and ``--tfjob_worker``."""
-    return [*argv, f"--{tf_job.WORKER_FLAG}"]
+    return [*argv, f"--{worker_template.WORKER_FLAG}"]
 
 
-def run_job(template: tf_job.WorkerTemplate, environ=os.environ) -> tf_job_runner.Outcome:
-    """Creates the task's TFJob from TEMPLATE through the in-cluster API and waits for it.
+def run_job(template: worker_template.WorkerTemplate, environ=os.environ) -> job_runner.Outcome:
+    """Creates the task's job from TEMPLATE through the in-cluster API and waits for it.
 
     Raises:
-      tf_job_runner.TFJobFailed: the job failed, timed out or was refused, in one line.
+      job_runner.JobFailed: the job failed, timed out or was refused, in one line.
       RuntimeError: not in a KFP pod (no pod name or uid, no service account), in one line.
     """
     from kubernetes import client, config
@@ -83,13 +88,14 @@ def run_job(template: tf_job.WorkerTemplate, environ=os.environ) -> tf_job_runne
         namespace = f.read().strip()
     config.load_incluster_config()
     job = template.job(
-        name=tf_job.job_name(environ[POD_NAME]),
+        name=job_api.job_name(environ[POD_NAME]),
         namespace=namespace,
         command=worker_command(list(sys.orig_argv)),
         owner={"name": environ[POD_NAME], "uid": environ[POD_UID]},
     )
-    return tf_job_runner.run(
+    return job_runner.run(
         job,
+        api=template.api,
         custom_objects=client.CustomObjectsApi(),
         core=client.CoreV1Api(),
         timeout_s=template.timeout_s,
