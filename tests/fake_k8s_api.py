@@ -1,21 +1,24 @@
-"""A stand-in of the Kubernetes API server's TFJob and pod endpoints, for contract tests.
+"""A stand-in of the Kubernetes API server's TFJob, TrainJob and pod endpoints, for contract
+tests.
 
 The Trainer's task talks to the API server through the ``kubernetes`` client; no
 cluster runs here. ``FakeK8sApi`` answers the calls ``job_runner`` makes, over
 HTTP, with the status codes and ``Status`` bodies the API server returns, and
 refuses what the real one refuses:
 
-- creating a TFJob: one the CRD schema refuses is 422 Invalid, one the Training
-  Operator's validating webhook refuses is 403 (controller-runtime answers a
-  validator's error as a denial), both by ``tfjob_contract`` (kubeflow/trainer
-  v1.9.4); an existing name is 409 AlreadyExists; otherwise 201 with the object,
-  a uid and a resourceVersion added;
+- creating a TFJob or a TrainJob: one the CRD schema refuses is 422 Invalid, one the
+  controller's validating webhook refuses is 403 (controller-runtime answers a
+  validator's error as a denial), by ``tfjob_contract`` (kubeflow/trainer v1.9.4) and
+  ``trainjob_contract`` (v2.3.0, against k8s/'s TrainingRuntime); an existing name is
+  409 AlreadyExists; otherwise 201 with the object, a uid and a resourceVersion added;
 - reading one: 200, or 404 NotFound; each read moves the job one step along the
   story the test gives it (conditions, as the operator sets them), the last step
   staying;
 - deleting one: 200 with a Success Status, or 404;
-- listing pods by ``training.kubeflow.org/job-name`` (each labelled, as the operator
-  labels them, with its ``training.kubeflow.org/replica-index``) and reading a pod's log
+- listing pods by the job's label (a TFJob's ``training.kubeflow.org/job-name``, each pod
+  labelled with its ``replica-index`` as the operator labels them; a TrainJob's JobSet's
+  ``jobset.sigs.k8s.io/jobset-name``, each pod annotated with its completion index as
+  the Job controller annotates it) and reading a pod's log
   (``tailLines``, ``previous``, ``container``): the pods the test gives.
 
 What the operator does between (pods, Services, ``TF_CONFIG``) is not imitated here:
@@ -41,12 +44,31 @@ import urllib.parse
 import uuid
 from pathlib import Path
 
-from tfjob_contract import schema_errors, webhook_errors
+import yaml
 
-_JOBS = re.compile(r"^/apis/kubeflow\.org/v1/namespaces/([^/]+)/tfjobs(?:/([^/]+))?$")
+from conftest import REPO_ROOT
+from tfjob_contract import schema_errors, webhook_errors
+from trainjob_contract import trainjob_schema_errors, trainjob_webhook_errors
+
+_JOBS = re.compile(
+    r"^/apis/(kubeflow\.org/v1/namespaces/([^/]+)/tfjobs"
+    r"|trainer\.kubeflow\.org/v1alpha1/namespaces/([^/]+)/trainjobs)(?:/([^/]+))?$"
+)
 _PODS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods$")
 _LOG = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/log$")
-_WEBHOOK = "validating.tfjob.kubeflow.org"
+# k8s/'s TrainingRuntime, which the TrainJob webhook checks a TrainJob against.
+RUNTIME = REPO_ROOT / "k8s" / "components" / "trainjob-workers" / "runtime.yaml"
+# Each kind: its resource's name, its webhook's name, its pods' job label, and the
+# label or annotation of a pod's index.
+_KINDS = {
+    "tfjobs": ("TFJob", "validating.tfjob.kubeflow.org", "training.kubeflow.org/job-name"),
+    "trainjobs": (
+        "TrainJob",
+        "validator.trainjob.trainer.kubeflow.org",
+        "jobset.sigs.k8s.io/jobset-name",
+    ),
+}
+_CONTAINERS = {"tfjobs": "tensorflow", "trainjobs": "node"}
 # Go's strconv.ParseBool, which the API server reads a boolean query parameter with.
 _GO_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 
@@ -58,6 +80,8 @@ class FakePod:
     name: str
     job: str
     exit_code: int | None = None
+    index: int | None = None  # None: the number that ends its name (a TFJob's pods)
+    kind: str = "tfjobs"
     restarted_after: int | None = None  # the exit code before a restart (lastState)
     log: str = ""
     previous_log: str = ""
@@ -94,12 +118,16 @@ class FakeK8sApi:
     def handle(self, method: str, path: str, query: dict, body: bytes) -> tuple[int, object]:
         self.requests.append((method, path))
         jobs, pods, log = _JOBS.match(path), _PODS.match(path), _LOG.match(path)
-        if jobs and method == "POST" and not jobs.group(2):
-            return self._create(jobs.group(1), json.loads(body))
-        if jobs and jobs.group(2):
-            key = (jobs.group(1), jobs.group(2))
+        if jobs:
+            plural = "tfjobs" if jobs.group(2) else "trainjobs"
+            namespace, name = jobs.group(2) or jobs.group(3), jobs.group(4)
+            resource = f"{plural}.{jobs.group(1).split('/')[0]}"
+        if jobs and method == "POST" and not name:
+            return self._create(plural, namespace, json.loads(body))
+        if jobs and name:
+            key = (namespace, name)
             if key not in self.jobs:
-                return _status(404, "NotFound", f'tfjobs.kubeflow.org "{key[1]}" not found')
+                return _status(404, "NotFound", f'{resource} "{key[1]}" not found')
             if method == "GET":
                 self.read.set()
                 return 200, self._advance(key)
@@ -110,18 +138,19 @@ class FakeK8sApi:
                     self.operator.deleted(*key)
                 return 200, {"kind": "Status", "apiVersion": "v1", "status": "Success"}
         if pods and method == "GET":
-            selector = query.get("labelSelector", [""])[0]
-            name = selector.removeprefix("training.kubeflow.org/job-name=")
+            label, _, value = query.get("labelSelector", [""])[0].partition("=")
             return 200, {
                 "kind": "PodList",
                 "apiVersion": "v1",
-                "items": [_pod(p) for p in self.pods if p.job == name],
+                "items": [
+                    _pod(p) for p in self.pods if _KINDS[p.kind][2] == label and p.job == value
+                ],
             }
         if log and method == "GET":
             [pod] = [p for p in self.pods if p.name == log.group(2)] or [None]
             if pod is None:
                 return _status(404, "NotFound", f'pods "{log.group(2)}" not found')
-            if query.get("container", ["tensorflow"])[0] != "tensorflow":
+            if query.get("container", [_CONTAINERS[pod.kind]])[0] != _CONTAINERS[pod.kind]:
                 return _status(400, "BadRequest", "container not valid for pod")
             previous = query.get("previous", ["false"])[0] in _GO_TRUE
             text = pod.previous_log if previous else pod.log
@@ -130,22 +159,25 @@ class FakeK8sApi:
             return 200, "".join(lines[-int(tail[0]) :] if tail else lines)
         return _status(404, "NotFound", f"the server could not find {method} {path}")
 
-    def _create(self, namespace: str, job: dict) -> tuple[int, object]:
+    def _create(self, plural: str, namespace: str, job: dict) -> tuple[int, object]:
         name = job.get("metadata", {}).get("name", "")
-        errors = schema_errors(job)
+        kind, webhook, _ = _KINDS[plural]
+        group = job.get("apiVersion", "").split("/")[0]
+        if plural == "tfjobs":
+            errors, denials = schema_errors(job), webhook_errors(job)
+        else:
+            errors = trainjob_schema_errors(job)
+            denials = errors or trainjob_webhook_errors(job, yaml.safe_load(RUNTIME.read_text()))
         if errors:
-            return self._reject(422, "Invalid", f'TFJob.kubeflow.org "{name}" is invalid: {errors}')
-        errors = webhook_errors(job)
-        if errors:
+            return self._reject(422, "Invalid", f'{kind}.{group} "{name}" is invalid: {errors}')
+        if denials:
             return self._reject(
                 403,
                 "Forbidden",
-                f'admission webhook "{_WEBHOOK}" denied the request: [{", ".join(errors)}]',
+                f'admission webhook "{webhook}" denied the request: [{", ".join(denials)}]',
             )
         if (namespace, name) in self.jobs:
-            return self._reject(
-                409, "AlreadyExists", f'tfjobs.kubeflow.org "{name}" already exists'
-            )
+            return self._reject(409, "AlreadyExists", f'{plural}.{group} "{name}" already exists')
         created = json.loads(json.dumps(job))
         created["metadata"].update(uid=str(uuid.uuid4()), resourceVersion="1", generation=1)
         created["status"] = {}
@@ -189,7 +221,7 @@ def _pod(pod: FakePod) -> dict:
         return {"terminated": {"exitCode": code, "reason": "Error" if code else "Completed"}}
 
     status = {
-        "name": "tensorflow",
+        "name": _CONTAINERS[pod.kind],
         "image": "image",
         "imageID": "image-id",
         "ready": pod.exit_code is None,
@@ -198,13 +230,15 @@ def _pod(pod: FakePod) -> dict:
     }
     if pod.restarted_after is not None:
         status["lastState"] = terminated(pod.restarted_after)
-    labels = {
-        "training.kubeflow.org/job-name": pod.job,
-        # A worker's pod is <job>-worker-<index> (pkg/core/utils.go:30).
-        "training.kubeflow.org/replica-index": pod.name.rpartition("-")[2],
-    }
+    # A TFJob's worker's pod is <job>-worker-<index> (pkg/core/utils.go:30).
+    index = str(pod.index if pod.index is not None else pod.name.rpartition("-")[2])
+    metadata = {"name": pod.name, "labels": {_KINDS[pod.kind][2]: pod.job}}
+    if pod.kind == "tfjobs":
+        metadata["labels"]["training.kubeflow.org/replica-index"] = index
+    else:
+        metadata["annotations"] = {"batch.kubernetes.io/job-completion-index": index}
     return {
-        "metadata": {"name": pod.name, "labels": labels},
+        "metadata": metadata,
         "status": {
             "phase": "Failed" if pod.exit_code else "Running",
             "containerStatuses": [status],

@@ -23,8 +23,9 @@ from kubernetes.utils import parse_quantity
 from conftest import REPO_ROOT
 from tfrecord_pipelines.cli import data_service
 from tfrecord_pipelines.cli.kubeflow_commands import DEFAULT_SERVING_PVC
-from tfrecord_pipelines.kubeflow import platform_spec
+from tfrecord_pipelines.kubeflow import platform_spec, train_job
 from tfrecord_pipelines.kubeflow.trainer_resources import NVIDIA_GPU
+from trainjob_contract import runtime_schema_errors, runtime_webhook_errors
 
 K8S_DIR = REPO_ROOT / "k8s"
 BASE_DIR = K8S_DIR / "base"
@@ -159,6 +160,10 @@ def test_manifest_validates_against_kubernetes_schema(path):
     for doc in documents:
         # A deleting patch names its target; the object without the directive is what must exist.
         obj = {k: v for k, v in doc.items() if k != PATCH_DIRECTIVE}
+        if obj["apiVersion"].startswith(f"{train_job.API.group}/"):
+            # Kubeflow Trainer v2's own kinds: its CRD's schema and webhook (v2.3.0).
+            assert runtime_schema_errors(obj) == runtime_webhook_errors(obj) == []
+            continue
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
 
 
@@ -268,11 +273,17 @@ SPARK_DIR = K8S_DIR / "components" / "spark-executors"
 SPARK_DRIVER_ROLE = "tfrecord-pipelines-spark-driver"
 TRAINER_WORKERS_DIR = K8S_DIR / "components" / "trainer-workers"
 TRAINER_WORKERS_ROLE = "tfrecord-pipelines-trainer-workers"
+TRAINJOB_WORKERS_DIR = K8S_DIR / "components" / "trainjob-workers"
+TRAINJOB_WORKERS_ROLE = "tfrecord-pipelines-trainjob-workers"
 
 
 @pytest.mark.parametrize(
     "path",
-    [p for p, _ in _objects_of_kind("Role") if p.parent not in (SPARK_DIR, TRAINER_WORKERS_DIR)],
+    [
+        p
+        for p, _ in _objects_of_kind("Role")
+        if p.parent not in (SPARK_DIR, TRAINER_WORKERS_DIR, TRAINJOB_WORKERS_DIR)
+    ],
     ids=lambda p: str(p.relative_to(K8S_DIR)),
 )
 def test_role_is_least_privilege(path):
@@ -493,5 +504,14 @@ def test_spark_driver_may_run_executor_pods_and_nothing_more():
 
 
 def test_the_trainers_task_may_run_its_tfjob():
-    """Its rules are held to the calls the task makes by test_job_runner."""
+    """Its rules are held to the calls the task makes by test_tf_job_runner."""
     _component_role_of_the_runner(TRAINER_WORKERS_DIR, TRAINER_WORKERS_ROLE, "trainer-workers")
+
+
+def test_the_trainers_task_may_run_its_trainjob_on_the_runtime_k8s_installs():
+    """Its rules are held to the calls the task makes by test_tf_job_runner."""
+    _component_role_of_the_runner(TRAINJOB_WORKERS_DIR, TRAINJOB_WORKERS_ROLE, "trainjob-workers")
+    runtime = _in_dir(TRAINJOB_WORKERS_DIR, "TrainingRuntime", train_job.DEFAULT_RUNTIME)
+    [node] = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    [container] = node["template"]["spec"]["template"]["spec"]["containers"]
+    assert [p["containerPort"] for p in container["ports"]] == [train_job.PORT]

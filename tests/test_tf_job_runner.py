@@ -19,7 +19,7 @@ from kubernetes import client
 
 from conftest import REPO_ROOT
 from fake_k8s_api import FakeK8sApi, FakeK8sServer, FakePod, story, write_service_account
-from tfrecord_pipelines.kubeflow import job_runner, tf_job
+from tfrecord_pipelines.kubeflow import job_runner, tf_job, train_job
 from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
 
 NAMESPACE = "team-a"
@@ -155,7 +155,7 @@ def test_a_stopped_task_deletes_its_job(api):
     script = textwrap.dedent(f"""
         import json, sys
         from kubernetes import client
-        from tfrecord_pipelines.kubeflow import job_runner, tf_job
+        from tfrecord_pipelines.kubeflow import job_runner, tf_job, train_job
         configuration = client.Configuration()
         configuration.host = {api.url!r}
         api_client = client.ApiClient(configuration)
@@ -240,10 +240,23 @@ def _permission(method: str, path: str) -> tuple[str, str, str]:
     return group, resource, verb
 
 
+def _granted(rbac) -> set[tuple[str, str, str]]:
+    """The (group, resource, verb) triples the Role in file RBAC grants."""
+    import yaml
+
+    [role] = [d for d in yaml.safe_load_all(rbac.read_text()) if d["kind"] == "Role"]
+    return {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
 def test_the_role_grants_the_calls_the_task_makes_and_nothing_more(api):
     """k8s/'s Role for the Trainer's task, rule by rule, against the calls a job that succeeds
     and one that fails make."""
-    import yaml
 
     api.stories[NAME] = story("Created", "Succeeded")
     api.pods = [FakePod(f"{NAME}-worker-0", NAME, exit_code=0, log="done\n")]
@@ -252,13 +265,78 @@ def test_the_role_grants_the_calls_the_task_makes_and_nothing_more(api):
     api.pods = [FakePod(f"{NAME}-worker-0", NAME, exit_code=1, log="ValueError\n")]
     with pytest.raises(job_runner.JobFailed):
         _run(api)
-    made = {_permission(method, path) for method, path in api.requests}
-    [role] = [d for d in yaml.safe_load_all(RBAC.read_text()) if d["kind"] == "Role"]
-    granted = {
-        (group, resource, verb)
-        for rule in role["rules"]
-        for group in rule["apiGroups"]
-        for resource in rule["resources"]
-        for verb in rule["verbs"]
-    }
-    assert made == granted
+    assert {_permission(method, path) for method, path in api.requests} == _granted(RBAC)
+
+
+# A TrainJob's JobSet names its pods <job>-node-0-<index>-<suffix>: the index is read from
+# the completion-index annotation, not the name.
+TRAINJOB_PODS = ("x7k2q", "4fz9c", "b2m8d")
+
+
+def _train_job(**overrides) -> dict:
+    arguments = dict(
+        name=NAME, namespace=NAMESPACE, image="image:1", command=["python", "-m", "x"],
+        workers=3, resources=TrainerResources(gpus=1),
+    )  # fmt: skip
+    return train_job.train_job(**{**arguments, **overrides})
+
+
+def _trainjob_pods(exit_codes, logs) -> list[FakePod]:
+    # Listed out of index order, as the API server lists by name.
+    return [
+        FakePod(f"{NAME}-node-0-{i}-{suffix}", NAME, exit_code=code, index=i, log=log,
+                kind="trainjobs")
+        for i, suffix, code, log in sorted(
+            zip(range(3), TRAINJOB_PODS, exit_codes, logs, strict=True), key=lambda p: p[1]
+        )
+    ]  # fmt: skip
+
+
+def test_a_trainjob_that_completes_gives_worker_0s_log_and_is_deleted(api):
+    api.stories[NAME] = story("Complete")
+    api.pods = _trainjob_pods([0, 0, 0], [f"worker {i} trained\n" for i in range(3)])
+    lines = []
+    outcome = job_runner.run(
+        _train_job(), api=train_job.API, **api.clients, timeout_s=30, poll_s=0.01,
+        log=lines.append,
+    )  # fmt: skip
+    assert (outcome.state, outcome.chief_log) == ("Complete", "worker 0 trained\n")
+    assert lines[0] == f"TrainJob {NAMESPACE}/{NAME}: Complete."
+    assert api.deleted == [NAME] and not api.jobs
+    assert ("GET", f"/api/v1/namespaces/{NAMESPACE}/pods") in api.requests
+
+
+def test_a_failed_trainjob_is_one_line_naming_the_failed_pod(api):
+    api.stories[NAME] = story("Failed")
+    api.pods = _trainjob_pods([None, 1, None], ["", "ValueError: no shard\n", ""])
+    with pytest.raises(job_runner.JobFailed) as failed:
+        job_runner.run(
+            _train_job(), api=train_job.API, **api.clients, timeout_s=30, poll_s=0.01,
+            log=print,
+        )  # fmt: skip
+    assert str(failed.value) == (
+        f"TrainJob {NAMESPACE}/{NAME} failed: {NAME}-node-0-1-{TRAINJOB_PODS[1]} exited 1: "
+        "ValueError: no shard"
+    )
+
+
+def test_a_trainjob_the_webhook_refuses_fails_in_one_line(api):
+    job = _train_job(volumes=[{"name": "v", "emptyDir": {}}])
+    job["spec"]["runtimePatches"][0]["manager"] = "no-domain"
+    with pytest.raises(job_runner.JobFailed, match="could not be created: .*denied") as e:
+        job_runner.run(job, api=train_job.API, **api.clients, timeout_s=30, poll_s=0.01)
+    assert "\n" not in str(e.value) and [c for c, _ in api.rejections] == [403]
+
+
+TRAINJOB_RBAC = REPO_ROOT / "k8s" / "components" / "trainjob-workers" / "rbac.yaml"
+
+
+def test_the_trainjob_role_grants_the_calls_the_task_makes_and_nothing_more(api):
+    api.stories[NAME] = story("Complete")
+    api.pods = _trainjob_pods([0, 0, 0], ["", "", ""])
+    job_runner.run(_train_job(), api=train_job.API, **api.clients, timeout_s=30, poll_s=0.01)
+    api.stories[NAME] = story("Failed")
+    api.pods = _trainjob_pods([1, None, None], ["x\n", "", ""])
+    with pytest.raises(job_runner.JobFailed):
+        job_runner.run(_train_job(), api=train_job.API, **api.clients, timeout_s=30, poll_s=0.01)
+    assert {_permission(method, path) for method, path in api.requests} == _granted(TRAINJOB_RBAC)

@@ -9,6 +9,7 @@ test_cluster_daily's (the harness, the API stand-in and the operator's).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -25,6 +26,7 @@ from tfrecord_pipelines.kubeflow.platform_spec import (
     VolumeMount,
 )
 from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
+from trainjob_contract import trainjob_schema_errors, trainjob_webhook_errors
 
 POD = "penguins-x7k2q-system-container-impl-1234567890"
 PLACEMENT = TaskPlacement(
@@ -108,14 +110,17 @@ def test_outside_a_kfp_pod_the_task_says_what_is_missing(tmp_path, monkeypatch):
         job_trainer.run_job(_template(), environ={})
 
 
-# The guide's command (docs/guides/trainer-workers.md), and two more to compare with.
+# The guide's commands (docs/guides/trainer-workers.md), and two more to compare with.
 GUIDE_COMMAND = ("--trainer-workers", "4", "--gpus", "2")
+GUIDE_TRAINJOB_COMMAND = (*GUIDE_COMMAND, "--trainer-job", "trainjob")
 COMPILES = {
     "one": ("--gpus", "0"),
     "guide": GUIDE_COMMAND,
+    "guide-trainjob": GUIDE_TRAINJOB_COMMAND,
     "twelve": ("--gpus", "0", "--trainer-workers", "12", "--shard-size", "64MiB"),
 }
 GUIDE = REPO_ROOT / "docs" / "guides" / "trainer-workers.md"
+RUNTIME = REPO_ROOT / "k8s" / "components" / "trainjob-workers" / "runtime.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -190,15 +195,25 @@ def test_workers_without_a_shard_each_are_refused_before_compiling(tmp_path, arg
     assert not (tmp_path / "p.yaml").exists()
 
 
-def test_the_guides_tfjob_is_the_one_its_command_makes(compiled):
-    """The guide's YAML block: the job the task of a run creates for the guide's command,
-    for the pod the guide names, its command's arguments shortened as the guide shows."""
+@pytest.mark.parametrize(
+    ("compile_name", "command", "api_version"),
+    [
+        ("guide", GUIDE_COMMAND, "kubeflow.org/v1"),
+        ("guide-trainjob", GUIDE_TRAINJOB_COMMAND, "trainer.kubeflow.org/v1alpha1"),
+    ],
+)
+def test_the_guides_jobs_are_the_ones_its_commands_make(
+    compiled, compile_name, command, api_version
+):
+    """The guide's YAML blocks: the job the task of a run creates for each of the guide's
+    commands, for the pod the guide names, its command's arguments shortened as the guide
+    shows."""
     text = GUIDE.read_text(encoding="utf-8")
-    [block] = re.findall(r"```yaml\n(apiVersion: kubeflow.org/v1\n.*?)```", text, re.S)
-    assert " ".join(GUIDE_COMMAND) in text
+    [block] = re.findall(rf"```yaml\n(apiVersion: {re.escape(api_version)}\n.*?)```", text, re.S)
+    assert " ".join(command) in text
     shown = yaml.safe_load(block)
     pod = shown["metadata"]["ownerReferences"][0]["name"]
-    _, custom_config = _trainer(compiled["guide"])
+    _, custom_config = _trainer(compiled[compile_name])
     made = worker_template.WorkerTemplate.from_custom_config(custom_config).job(
         name=job_api.job_name(pod),
         namespace=shown["metadata"]["namespace"],
@@ -208,3 +223,20 @@ def test_the_guides_tfjob_is_the_one_its_command_makes(compiled):
         owner={"name": pod, "uid": "<the task pod's uid>"},
     )
     assert shown == made
+
+
+def test_trainer_job_trainjob_compiles_a_trainjob_of_k8s_runtime(compiled):
+    _, custom_config = _trainer(compiled["guide-trainjob"])
+    template = worker_template.WorkerTemplate.from_custom_config(custom_config)
+    runtime = yaml.safe_load(RUNTIME.read_text())
+    assert (template.kind, template.workers, template.runtime) == (
+        "TrainJob",
+        4,
+        runtime["metadata"]["name"],
+    )
+    job = template.job(name="trainer-1", namespace="team-a", command=["python"])
+    assert trainjob_schema_errors(job) == trainjob_webhook_errors(job, runtime) == []
+    # The rest of the Trainer's task is the TFJob's.
+    _, tf_job_config = _trainer(compiled["guide"])
+    tf_job_template = worker_template.WorkerTemplate.from_custom_config(tf_job_config)
+    assert dataclasses.replace(tf_job_template, kind="TrainJob") == template

@@ -16,17 +16,13 @@ which cannot run here:
 
 from __future__ import annotations
 
-import json
-import re
 import sys
 from pathlib import Path
 
-import jsonschema
+import crd_schemas
+from crd_schemas import dns_1035 as _dns_1035
 
-SCHEMA = Path(__file__).resolve().parent / "contracts" / "tfjob-v1.schema.json"
-# apimachinery's NameIsDNS1035Label: IsDNS1035Label, at most 63 characters.
-_DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-_DNS_1035_MAX = 63
+SCHEMA = "tfjob-v1.schema.json"
 # pkg/apis/kubeflow.org/v1/common_types.go:40-43, the RunPolicy.managedBy values accepted.
 _JOB_CONTROLLERS = {"kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue"}
 # pkg/apis/kubeflow.org/v1/tensorflow_types.go:26.
@@ -34,33 +30,9 @@ _DEFAULT_CONTAINER = "tensorflow"
 _CHIEF_OR_MASTER = {"Chief", "Master"}
 
 
-def _strict(node):
-    """The schema with unknown fields refused wherever it lists the known ones."""
-    if isinstance(node, dict):
-        node = {key: _strict(value) for key, value in node.items()}
-        if (
-            "properties" in node
-            and "additionalProperties" not in node
-            and not node.get("x-kubernetes-preserve-unknown-fields")
-        ):
-            node["additionalProperties"] = False
-        return node
-    if isinstance(node, list):
-        return [_strict(value) for value in node]
-    return node
-
-
 def schema_errors(job: dict) -> list[str]:
     """The CRD schema's complaints about JOB, each as 'path: message'."""
-    validator = jsonschema.Draft4Validator(_strict(json.loads(SCHEMA.read_text())))
-    return [
-        f"{'.'.join(str(p) for p in error.absolute_path) or '<root>'}: {error.message}"
-        for error in validator.iter_errors(job)
-    ]
-
-
-def _dns_1035(name: str) -> bool:
-    return bool(_DNS_1035.fullmatch(name)) and len(name) <= _DNS_1035_MAX
+    return crd_schemas.schema_errors(SCHEMA, job)
 
 
 def webhook_errors(job: dict) -> list[str]:
@@ -110,26 +82,5 @@ def object_name_errors(job: dict) -> list[str]:
     return errors
 
 
-def _write_schema(crd_yaml: Path) -> None:
-    import yaml
-
-    crd = yaml.safe_load(crd_yaml.read_text())
-    [version] = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
-
-    def without_descriptions(node):
-        if isinstance(node, dict):
-            return {
-                key: without_descriptions(value)
-                for key, value in node.items()
-                if not (key == "description" and isinstance(value, str))
-            }
-        if isinstance(node, list):
-            return [without_descriptions(value) for value in node]
-        return node
-
-    schema = without_descriptions(version["schema"]["openAPIV3Schema"])
-    SCHEMA.write_text(json.dumps(schema, indent=1, sort_keys=True) + "\n")
-
-
 if __name__ == "__main__":
-    _write_schema(Path(sys.argv[1]))
+    crd_schemas.write_schema(Path(sys.argv[1]), "v1", SCHEMA)

@@ -3,9 +3,11 @@
 The Kubeflow Training Operator sets ``TF_CONFIG`` in each pod of a TFJob
 (kubeflow/trainer v1.9.4, pkg/controller.v1/tensorflow/tensorflow.go,
 genTFConfigJSONStr): ``cluster.worker`` lists every worker's address,
-``task`` names this pod's type and index. The Trainer's TFJob has workers
-only; worker 0 is MultiWorkerMirroredStrategy's chief, which alone writes the
-model. Without ``TF_CONFIG`` the Trainer is the only worker.
+``task`` names this pod's type and index. A TrainJob's pods (Kubeflow Trainer
+v2) get the same, written by the Trainer's task from each pod's completion
+index (``kubeflow.train_job``). The Trainer's job has workers only; worker 0 is
+MultiWorkerMirroredStrategy's chief, which alone writes the model. Without
+``TF_CONFIG`` the Trainer is the only worker.
 
 Each worker reads whole shards, its own: the sorted train files dealt out by
 index, so the workers together read every file once, and none reads another's.

@@ -38,6 +38,18 @@ DEFAULT_SERVING_PVC = "tfrecord-pipelines-serving"
 # Where the repository keeps the generated KFP component specs.
 COMPONENT_SPECS_DIR = "kfp_components"
 _NONE = "none"
+# --trainer-job's choices: the kind of job, and what the cluster needs for it.
+TRAINER_JOBS = {
+    "tfjob": (
+        "TFJob",
+        "the Training Operator v1.9 (kubeflow.org/v1) and k8s/overlays/trainer-workers",
+    ),
+    "trainjob": (
+        "TrainJob",
+        "Kubeflow Trainer v2 (trainer.kubeflow.org/v1alpha1) and k8s/overlays/trainjob-workers "
+        "(the TrainingRuntime and the RBAC)",
+    ),
+}
 
 
 def add_parsers(commands) -> None:
@@ -148,8 +160,16 @@ def _add_trainer_arguments(parser: argparse.ArgumentParser) -> None:
         "--trainer-workers",
         type=positive_int_argument,
         default=1,
-        help="Trainer workers, each with --gpus GPUs: more than 1 trains in a TFJob of the "
-        "Kubeflow Training Operator that the Trainer's task creates (default: 1, its own pod)",
+        help="Trainer workers, each with --gpus GPUs: more than 1 trains in a job of "
+        "--trainer-job's kind that the Trainer's task creates (default: 1, its own pod)",
+    )
+    parser.add_argument(
+        "--trainer-job",
+        choices=sorted(TRAINER_JOBS),
+        default="tfjob",
+        help="the workers' job: tfjob (the Kubeflow Training Operator v1.9's TFJob) or "
+        "trainjob (Kubeflow Trainer v2's TrainJob, with k8s/'s TrainingRuntime; Kubeflow "
+        "1.11's default) (default: tfjob)",
     )
     parser.add_argument("--trainer-cpu", help="Trainer CPU limit, e.g. 8 or 7500m")
     parser.add_argument("--trainer-memory", help="Trainer memory limit, e.g. 32Gi")
@@ -357,11 +377,12 @@ def run_compile(args: argparse.Namespace) -> str:
         artifact_store=artifact_store,
         in_image=(IMAGE_ROOT,),
         trainer_workers=args.trainer_workers,
+        trainer_job=TRAINER_JOBS[args.trainer_job][0],
     )
     if args.trainer_workers > 1:
+        kind, needs = TRAINER_JOBS[args.trainer_job]
         print(
-            f"The Trainer trains in a TFJob of {args.trainer_workers} workers: the Training "
-            "Operator (kubeflow.org/v1) and k8s/'s RBAC for the pipeline's service account "
+            f"The Trainer trains in a {kind} of {args.trainer_workers} workers: {needs} "
             "must be in the namespace"
         )
     print(f"Wrote Kubeflow Pipelines v2 spec for {config.name!r} to {os.path.abspath(output)}")

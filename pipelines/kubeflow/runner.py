@@ -116,6 +116,7 @@ def compile_for_kubeflow(
     artifact_store: ArtifactStoreAccess | None = None,
     in_image: Sequence[str] = (),
     trainer_workers: int = 1,
+    trainer_job: str = "TFJob",
 ) -> str:
     """Writes the pipeline as a KFP v2 YAML file: PipelineSpec, then PlatformSpec.
 
@@ -151,8 +152,9 @@ def compile_for_kubeflow(
         earlier runs' artifacts; None: the tasks reach it with the pod's own
         settings (gs://, an s3:// root read with the pod's role).
       in_image: folders the image holds, which a task may be given paths in.
-      trainer_workers: more than one: the Trainer's task trains in a TFJob of that many
+      trainer_workers: more than one: the Trainer's task trains in a job of that many
         workers (``trainer_job_spec``); one: in its own pod.
+      trainer_job: that job's kind: ``TFJob`` or ``TrainJob`` (``worker_template.KINDS``).
 
     Returns:
       output_file.
@@ -173,7 +175,9 @@ def compile_for_kubeflow(
     if artifact_store:
         _with_artifact_store(output_file, placements, artifact_store)
     if trainer_workers > 1:
-        _with_trainer_workers(output_file, trainer_workers, trainer_image, resources, placements)
+        _with_trainer_workers(
+            output_file, trainer_workers, trainer_image, resources, placements, trainer_job
+        )
     _append_platform_spec(output_file, placements)
     return output_file
 
@@ -203,8 +207,9 @@ def _with_trainer_workers(
     image: str,
     resources: TrainerResources,
     placements: Mapping[str, TaskPlacement],
+    kind: str,
 ) -> None:
-    """The Trainer's task made to train in a TFJob of WORKERS workers, in place."""
+    """The Trainer's task made to train in a job of KIND of WORKERS workers, in place."""
     from tfrecord_pipelines.kubeflow import platform_spec, trainer_job_spec
 
     with filesystem.open_file(output_file) as f:
@@ -212,7 +217,7 @@ def _with_trainer_workers(
     label = platform_spec.executor_label(spec, TRAINER_ID)
     env = spec["deploymentSpec"]["executors"][label]["container"].get("env", [])
     template = trainer_job_spec.worker_template(
-        workers, image, resources, placements.get(TRAINER_ID, TaskPlacement()), env
+        workers, image, resources, placements.get(TRAINER_ID, TaskPlacement()), env, kind=kind
     )
     trainer_job_spec.with_worker_job(spec, label, TRAINER_ID, template)
     with filesystem.open_file(output_file, "w") as f:

@@ -130,7 +130,7 @@ def tf_job(
 def _pod_spec(image, command, resources, env, volumes, volume_mounts, service_account) -> dict:
     """Each worker's pod: the ``tensorflow`` container of the task's image and its mounts."""
     container: dict = {"name": API.container, "image": image, "command": list(command)}
-    limits = _limits(resources)
+    limits = resources.limits()
     if limits:
         container["resources"] = {"limits": limits}
     if env:
@@ -143,18 +143,6 @@ def _pod_spec(image, command, resources, env, volumes, volume_mounts, service_ac
     if service_account:
         pod_spec["serviceAccountName"] = service_account
     return pod_spec
-
-
-def _limits(resources: TrainerResources) -> dict[str, str]:
-    """Each worker's limits: its accelerators, and the CPU and memory the Trainer's pod has."""
-    limits = {}
-    if resources.gpus:
-        limits[resources.accelerator] = str(resources.gpus)
-    if resources.cpu:
-        limits["cpu"] = resources.cpu
-    if resources.memory:
-        limits["memory"] = resources.memory
-    return limits
 
 
 def from_template(template, *, name: str, namespace: str, command: Sequence[str], owner=None):

@@ -32,6 +32,7 @@ def worker_template(
     placement: TaskPlacement,
     env: Sequence[Mapping[str, str]] = (),
     timeout_s: float = templates.DEFAULT_TIMEOUT_S,
+    kind: str = templates.DEFAULT_KIND,
 ) -> templates.WorkerTemplate:
     """The TFJob's template for the Trainer's pod as compiled (its PLACEMENT, its container's
     ENV).
@@ -62,6 +63,7 @@ def worker_template(
         node_selector=dict(placement.node_selector),
         tolerations=tuple(tolerations),
         timeout_s=timeout_s,
+        kind=kind,
     )
 
 

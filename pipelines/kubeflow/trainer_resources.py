@@ -69,3 +69,14 @@ class TrainerResources:
             spec.accelerator.count = self.gpus
             spec.accelerator.resource_count = str(self.gpus)
         return spec
+
+    def limits(self) -> dict[str, str]:
+        """A container's ``resources.limits``: its accelerators, CPU and memory, as set."""
+        limits = {}
+        if self.gpus:
+            limits[self.accelerator] = str(self.gpus)
+        if self.cpu:
+            limits["cpu"] = self.cpu
+        if self.memory:
+            limits["memory"] = self.memory
+        return limits

@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from tfrecord_pipelines.kubeflow import tf_job
+from tfrecord_pipelines.kubeflow import tf_job, train_job
 from tfrecord_pipelines.kubeflow.job_api import DEFAULT_BACKOFF_LIMIT, JobApi, check_job
 from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
 
 # The kinds of job the task can create, by kind: each module's API and from_template.
-KINDS = {tf_job.API.kind: tf_job}
+KINDS = {tf_job.API.kind: tf_job, train_job.API.kind: train_job}
 DEFAULT_KIND = tf_job.API.kind
 # How long the task waits for the job from its creation, unless compiled otherwise: a day.
 DEFAULT_TIMEOUT_S = 24 * 3600
@@ -43,6 +43,7 @@ class WorkerTemplate:
       backoff_limit: restarts of failed workers before the job fails.
       timeout_s: how long the task waits for the job.
       kind: the kind of job (one of ``KINDS``).
+      runtime: a TrainJob's TrainingRuntime (a TFJob has none).
     """
 
     workers: int
@@ -56,6 +57,7 @@ class WorkerTemplate:
     backoff_limit: int = DEFAULT_BACKOFF_LIMIT
     timeout_s: float = DEFAULT_TIMEOUT_S
     kind: str = DEFAULT_KIND
+    runtime: str = train_job.DEFAULT_RUNTIME
 
     def __post_init__(self):
         if self.kind not in KINDS:

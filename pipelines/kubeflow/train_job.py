@@ -1,0 +1,213 @@
+"""The TrainJob (Kubeflow Trainer v2's ``trainer.kubeflow.org/v1alpha1``) that trains across
+nodes, on Kubeflow 1.11's default install, which has no TFJob.
+
+Trainer v2 has no TensorFlow runtime (kubeflow/trainer#2699), so ``k8s/`` brings one:
+the TrainingRuntime ``tfrecord-pipelines-tensorflow``
+(``k8s/components/trainjob-workers/runtime.yaml``), one indexed Job ``node`` whose
+container ``node`` is the Trainer's image. Its ``mlPolicy`` names no framework, so the
+PlainML plugin applies (kubeflow/trainer v2.3.0, 658725bd,
+pkg/runtime/framework/plugins/plainml/plainml.go): the TrainJob's ``numNodes`` sets the
+trainer's pod count, and its ``spec.trainer.env`` is added to the ``node`` container.
+
+No plugin writes ``TF_CONFIG``; the task writes it in that env, from what the JobSet
+gives each pod:
+
+- the pods' host names, ``<trainjob>-node-0-<i>.<trainjob>``
+  (pkg/runtime/framework/plugins/jobset/jobset.go:281-292, IdentifyPodNetwork: the
+  JobSet's subdomain is the TrainJob's name);
+- the pod's completion index, by the downward API
+  (pkg/constants/constants.go:296-297, JobCompletionIndexFieldPath; the JAX plugin gives
+  its process id the same way, jax.go:83-87), in ``WORKER_INDEX``;
+- ``TF_CONFIG`` after it, with ``$(WORKER_INDEX)`` where the index goes: Kubernetes
+  expands a variable defined earlier in the same container's env.
+
+So each worker finds the ``TF_CONFIG`` a TFJob's operator would have set, and the
+Trainer reads it as it does there (``components/trainer/workers.py``).
+
+What the object holds, and why:
+
+- ``runtimeRef``: the namespaced TrainingRuntime (``kind: TrainingRuntime``), which the
+  overlay installs in the pipeline's namespace;
+- ``resourcesPerNode``: the Trainer pod's limits (its GPUs, CPU and memory);
+- a ``runtimePatches`` entry of this project's own manager for what the Trainer's pod
+  has besides: its claims, node pool and tolerations; the webhook requires a
+  domain-prefixed manager and refuses env in a patch of the ``node`` container
+  (jobset.go:174-206), so the env goes in ``spec.trainer.env``;
+- restarts are the runtime's: its Job's ``restartPolicy: OnFailure`` and
+  ``backoffLimit`` (a TrainJob cannot patch the Job's spec), the compiled
+  backoff limit not carried;
+- the name rules of a TFJob's (``job_api.check_job``): the webhook wants a DNS-1035
+  label (the CRD's CEL rules), and ``-node-0-<index>`` must fit a host name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from tfrecord_pipelines.kubeflow.job_api import (
+    DEFAULT_BACKOFF_LIMIT,
+    MANAGED_BY_LABEL,
+    MANAGER,
+    JobApi,
+    check_job,
+)
+from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
+
+API = JobApi(
+    kind="TrainJob",
+    group="trainer.kubeflow.org",
+    version="v1alpha1",
+    plural="trainjobs",
+    # pkg/constants/constants.go:68-69: the trainer's Job and container.
+    container="node",
+    # pkg/apis/trainer/v1alpha1/trainjob_types.go:60-61.
+    succeeded="Complete",
+    # JobSet's label on its pods (the JobSet is named as the TrainJob), and the Job
+    # controller's annotation of an indexed Job's pod.
+    job_label="jobset.sigs.k8s.io/jobset-name",
+    index_key="batch.kubernetes.io/job-completion-index",
+)
+# The TrainingRuntime k8s/ installs (k8s/components/trainjob-workers/runtime.yaml).
+DEFAULT_RUNTIME = "tfrecord-pipelines-tensorflow"
+RUNTIME_KIND = "TrainingRuntime"
+# The trainer's replicated Job (pkg/constants/constants.go:68-69).
+NODE_JOB = "node"
+# The port each worker's collective ops listen on: any, as each pod has its own address.
+PORT = 2222
+WORKER_INDEX = "TFRECORD_PIPELINES_WORKER_INDEX"
+# constants.JobCompletionIndexFieldPath.
+COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+# A runtimePatches entry's owner: a domain-prefixed path (jobset.go:176).
+PATCH_MANAGER = "tfrecord-pipelines.io/trainer-task"
+
+
+def worker_addresses(name: str, workers: int) -> list[str]:
+    """Each worker's address, in index order: its JobSet host name and ``PORT``."""
+    return [f"{name}-{NODE_JOB}-0-{index}.{name}:{PORT}" for index in range(workers)]
+
+
+def tf_config_env(name: str, workers: int) -> list[dict]:
+    """The variables that give each pod of TrainJob NAME its ``TF_CONFIG``: its index by the
+    downward API, then ``TF_CONFIG`` referring to it (expanded by Kubernetes)."""
+    cluster = json.dumps({"worker": worker_addresses(name, workers)})
+    return [
+        {"name": WORKER_INDEX, "valueFrom": {"fieldRef": {"fieldPath": COMPLETION_INDEX_FIELD}}},
+        {
+            "name": "TF_CONFIG",
+            "value": f'{{"cluster": {cluster}, '
+            f'"task": {{"type": "worker", "index": $({WORKER_INDEX})}}}}',
+        },
+    ]
+
+
+def train_job(
+    *,
+    name: str,
+    namespace: str,
+    image: str,
+    command: Sequence[str],
+    workers: int,
+    resources: TrainerResources,
+    owner: Mapping[str, str] | None = None,
+    env: Sequence[Mapping] = (),
+    volumes: Sequence[Mapping] = (),
+    volume_mounts: Sequence[Mapping] = (),
+    node_selector: Mapping[str, str] | None = None,
+    tolerations: Sequence[Mapping] = (),
+    runtime: str = DEFAULT_RUNTIME,
+) -> dict:
+    """The TrainJob that runs COMMAND on WORKERS nodes of IMAGE with RUNTIME.
+
+    Args:
+      name: the job's name (``job_api.job_name`` of the task's pod).
+      namespace: the task's namespace, where the TrainingRuntime is.
+      image: the task's own image.
+      command: each worker's command (the Trainer's executor with the task's inputs).
+      workers: how many workers, 2 or more.
+      resources: each worker's accelerators, CPU and memory, as the Trainer's pod's.
+      owner: the task's pod, ``{"name": ..., "uid": ...}``: the job goes with it.
+      env: the workers' environment (a Secret's key as ``valueFrom.secretKeyRef``).
+      volumes: the pod volumes the workers mount.
+      volume_mounts: where the ``node`` container mounts them.
+      node_selector: node labels the workers' pods require.
+      tolerations: taints they tolerate.
+      runtime: the TrainingRuntime's name.
+
+    Raises:
+      ValueError: a name or a count the controller or Kubernetes would refuse, in one line.
+    """
+    check_job(API.kind, name, workers, DEFAULT_BACKOFF_LIMIT, image, command)
+    trainer: dict = {
+        "image": image,
+        "command": list(command),
+        "numNodes": workers,
+        "env": [dict(v) for v in env] + tf_config_env(name, workers),
+    }
+    limits = resources.limits()
+    if limits:
+        trainer["resourcesPerNode"] = {"limits": limits}
+    metadata: dict = {"name": name, "namespace": namespace, "labels": {MANAGED_BY_LABEL: MANAGER}}
+    if owner:
+        metadata["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Pod", "name": owner["name"], "uid": owner["uid"]}
+        ]
+    spec: dict = {
+        "runtimeRef": {"name": runtime, "kind": RUNTIME_KIND, "apiGroup": API.group},
+        "trainer": trainer,
+    }
+    pod = _pod_patch(volumes, volume_mounts, node_selector, tolerations)
+    if pod:
+        spec["runtimePatches"] = [
+            {
+                "manager": PATCH_MANAGER,
+                "trainingRuntimeSpec": {
+                    "template": {
+                        "spec": {
+                            "replicatedJobs": [
+                                {
+                                    "name": NODE_JOB,
+                                    "template": {"spec": {"template": {"spec": pod}}},
+                                }
+                            ]
+                        }
+                    }
+                },
+            }
+        ]
+    return {"apiVersion": API.api_version, "kind": API.kind, "metadata": metadata, "spec": spec}
+
+
+def _pod_patch(volumes, volume_mounts, node_selector, tolerations) -> dict:
+    """The Trainer pod's claims, node pool and tolerations as a patch of the runtime's pod."""
+    pod: dict = {}
+    if volumes:
+        pod["volumes"] = [dict(v) for v in volumes]
+    if volume_mounts:
+        pod["containers"] = [
+            {"name": API.container, "volumeMounts": [dict(m) for m in volume_mounts]}
+        ]
+    if node_selector:
+        pod["nodeSelector"] = dict(node_selector)
+    if tolerations:
+        pod["tolerations"] = [dict(t) for t in tolerations]
+    return pod
+
+
+def from_template(template, *, name: str, namespace: str, command: Sequence[str], owner=None):
+    """The TrainJob of a ``worker_template.WorkerTemplate`` for the task's pod."""
+    return train_job(
+        name=name,
+        namespace=namespace,
+        image=template.image,
+        command=command,
+        workers=template.workers,
+        resources=template.resources,
+        owner=owner,
+        env=template.env,
+        volumes=template.volumes,
+        volume_mounts=template.volume_mounts,
+        node_selector=template.node_selector,
+        tolerations=template.tolerations,
+        runtime=template.runtime,
+    )

@@ -1,0 +1,185 @@
+"""What the Kubernetes API server and Kubeflow Trainer v2 refuse in a TrainJob and a
+TrainingRuntime, checked offline, and the env Kubernetes gives a TrainJob's pods.
+
+A contract test of kubeflow/trainer v2.3.0 (658725bda), which cannot run here:
+
+- ``contracts/trainjob-v1alpha1.schema.json`` and
+  ``contracts/trainingruntime-v1alpha1.schema.json``: the ``openAPIV3Schema`` of
+  ``manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml`` and
+  ``..._trainingruntimes.yaml`` at that commit (``python tests/trainjob_contract.py
+  TRAINJOBS.yaml TRAININGRUNTIMES.yaml`` writes them again), unknown fields refused
+  (``crd_schemas``), and by hand the CEL rules these objects meet: the TrainJob's name
+  (a DNS-1035 label of at most 63), the mlPolicy's one framework at most.
+- ``trainjob_webhook_errors``: pkg/runtime/framework/plugins/jobset/jobset.go:174-206
+  (ValidateObjects, which the TrainJob webhook runs): a runtimePatches manager is a
+  domain-prefixed path; a patched replicated job and its containers exist in the
+  runtime; no env in a patch of the ``node`` container.
+- ``runtime_webhook_errors``: pkg/webhooks/trainingruntime_webhook.go:63-101: a
+  replicated job of the trainer ancestor has one replica and a ``node`` container.
+- ``node_env``: the variables the ``node`` container of pod INDEX gets: the runtime's,
+  the TrainJob's upserted (plainml.go:55-65, apply.UpsertEnvVars), the completion-index
+  annotation read by ``fieldRef``, and ``$(VAR)`` expanded as kubelet expands it
+  (kubernetes third_party/forked/golang/expansion/expand.go: a variable defined
+  earlier in the list, ``$$`` for ``$``, an unknown one left as written).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import crd_schemas
+from crd_schemas import dns_1035
+
+TRAINJOB_SCHEMA = "trainjob-v1alpha1.schema.json"
+RUNTIME_SCHEMA = "trainingruntime-v1alpha1.schema.json"
+# pkg/constants/constants.go:41, 66, 69.
+ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+TRAINER = "trainer"
+NODE = "node"
+# trainingruntime_webhook.go:40-44, the container each ancestor's job must have.
+_ANCESTOR_CONTAINERS = {
+    TRAINER: NODE,
+    "model-initializer": "model-initializer",
+    "dataset-initializer": "dataset-initializer",
+}
+_FRAMEWORKS = ("torch", "mpi", "jax", "xgboost", "flux")
+# apimachinery's IsDomainPrefixedPath: a DNS-1123 subdomain, "/", a non-empty path.
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
+COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+_REFERENCE = re.compile(r"\$\$|\$\(([^)]*)\)")
+
+
+def trainjob_schema_errors(job: dict) -> list[str]:
+    """The CRD schema's and its CEL rules' complaints about a TrainJob."""
+    errors = crd_schemas.schema_errors(TRAINJOB_SCHEMA, job)
+    name = job.get("metadata", {}).get("name", "")
+    if not dns_1035(name):  # the CRD's x-kubernetes-validations on the object
+        errors.append(f"<root>: metadata.name must match RFC 1035 DNS label format: {name!r}")
+    return errors
+
+
+def runtime_schema_errors(runtime: dict) -> list[str]:
+    """The CRD schema's and its CEL rules' complaints about a TrainingRuntime."""
+    errors = crd_schemas.schema_errors(RUNTIME_SCHEMA, runtime)
+    policy = runtime.get("spec", {}).get("mlPolicy", {})
+    if sum(name in policy for name in _FRAMEWORKS) > 1:  # mlPolicy's rule
+        errors.append("spec.mlPolicy: Only one of the policy can be configured")
+    return errors
+
+
+def _replicated_jobs(runtime: dict) -> list[dict]:
+    return runtime["spec"]["template"]["spec"]["replicatedJobs"]
+
+
+def runtime_webhook_errors(runtime: dict) -> list[str]:
+    """The TrainingRuntime webhook's complaints (validateReplicatedJobs)."""
+    errors = []
+    for index, job in enumerate(_replicated_jobs(runtime)):
+        ancestor = job.get("template", {}).get("metadata", {}).get("labels", {})
+        ancestor = ancestor.get(ANCESTOR_LABEL)
+        if ancestor not in _ANCESTOR_CONTAINERS:
+            continue
+        path = f"spec.template.spec.replicatedJobs[{index}]"
+        if job.get("replicas", 1) != 1:
+            errors.append(f"{path}.replicas: Invalid value: must be 1")
+        containers = job["template"]["spec"]["template"]["spec"].get("containers", [])
+        if not any(c.get("name") == _ANCESTOR_CONTAINERS[ancestor] for c in containers):
+            errors.append(
+                f"{path}.template.spec.template.spec.containers: Invalid value: must have "
+                f"container with name {_ANCESTOR_CONTAINERS[ancestor]!r}"
+            )
+    return errors
+
+
+def _domain_prefixed_path(value: str) -> bool:
+    domain, slash, path = value.partition("/")
+    return bool(slash) and bool(_SUBDOMAIN.fullmatch(domain)) and bool(_PATH.fullmatch(path))
+
+
+def trainjob_webhook_errors(job: dict, runtime: dict) -> list[str]:
+    """The TrainJob webhook's complaints about JOB on RUNTIME (jobset.go's ValidateObjects)."""
+    containers = {
+        rjob["name"]: {
+            c["name"]
+            for kind in ("initContainers", "containers")
+            for c in rjob["template"]["spec"]["template"]["spec"].get(kind, [])
+        }
+        for rjob in _replicated_jobs(runtime)
+    }
+    errors = []
+    for patch in job["spec"].get("runtimePatches", []):
+        if not _domain_prefixed_path(patch.get("manager", "")):
+            errors.append(f"spec.runtimePatches.manager: Invalid value: {patch.get('manager')!r}")
+        spec = patch.get("trainingRuntimeSpec", {}).get("template", {}).get("spec", {})
+        for rjob in spec.get("replicatedJobs", []):
+            if rjob["name"] not in containers:
+                errors.append(
+                    "spec.runtimePatches: Invalid value: must not have replicated job that "
+                    "doesn't exist in the runtime job template"
+                )
+                continue
+            pod = rjob.get("template", {}).get("spec", {}).get("template", {}).get("spec", {})
+            for container in [*pod.get("initContainers", []), *pod.get("containers", [])]:
+                if container["name"] not in containers[rjob["name"]]:
+                    errors.append(
+                        "spec.runtimePatches: Invalid value: must not have container that "
+                        f"doesn't exist in the runtime job {rjob['name']}"
+                    )
+                elif container.get("env") and container["name"] == NODE:
+                    errors.append(
+                        "spec.runtimePatches: Invalid value: must not have envs for the "
+                        "dataset-initializer, model-initializer, node containers"
+                    )
+    return errors
+
+
+def _expand(text: str, defined: dict[str, str]) -> str:
+    def replace(match):
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group(1)
+        return defined.get(name, match.group(0))
+
+    return _REFERENCE.sub(replace, text)
+
+
+def node_env(job: dict, runtime: dict, index: int, secrets=None) -> dict[str, str]:
+    """The ``node`` container's variables in the pod of completion index INDEX, in order.
+
+    Raises:
+      KeyError: a Secret or key SECRETS does not hold, or a fieldRef other than the index.
+    """
+    [node] = [
+        c
+        for rjob in _replicated_jobs(runtime)
+        for c in rjob["template"]["spec"]["template"]["spec"]["containers"]
+        if c["name"] == NODE
+    ]
+    variables: list[dict] = [dict(v) for v in node.get("env", [])]
+    for variable in job["spec"].get("trainer", {}).get("env", []):  # UpsertEnvVars
+        same = [i for i, v in enumerate(variables) if v["name"] == variable["name"]]
+        if same:
+            variables[same[0]] = dict(variable)
+        else:
+            variables.append(dict(variable))
+    values: dict[str, str] = {}
+    for variable in variables:
+        source = variable.get("valueFrom")
+        if source is None:
+            values[variable["name"]] = _expand(variable.get("value", ""), values)
+        elif "fieldRef" in source:
+            if source["fieldRef"]["fieldPath"] != COMPLETION_INDEX_FIELD:
+                raise KeyError(f"fieldRef {source['fieldRef']['fieldPath']!r}")
+            values[variable["name"]] = str(index)
+        else:
+            ref = source["secretKeyRef"]
+            values[variable["name"]] = (secrets or {})[ref["name"]][ref["key"]]
+    return values
+
+
+if __name__ == "__main__":
+    crd_schemas.write_schema(Path(sys.argv[1]), "v1alpha1", TRAINJOB_SCHEMA)
+    crd_schemas.write_schema(Path(sys.argv[2]), "v1alpha1", RUNTIME_SCHEMA)
