@@ -65,9 +65,10 @@ def test_a_slow_input_pipeline_reads_as_input_bound(tmp_path):
 
 
 def _per_step(model: InputStallModel, steps: int) -> tuple[float, float]:
-    """The last epoch's (step time, waiting) per step, as the metric summed them."""
+    """The last epoch's (step time, waiting) per step, as the metric summed them (from the
+    second step on: the first one's wait is the pipeline's start)."""
     stall = model.input_stall
-    return float(stall.elapsed.numpy()) / steps, float(stall.waiting.numpy()) / steps
+    return float(stall.elapsed.numpy()) / (steps - 1), float(stall.waiting.numpy()) / (steps - 1)
 
 
 STEPS = 150
@@ -102,6 +103,43 @@ def test_an_input_that_costs_nothing_reads_no_stall_and_a_sleep_its_share(hidden
     assert slow_step >= sleep
     assert step / 4 <= slow_step - waiting <= sleep / 2, (slow_step, waiting, step)
     assert history.history["input_stall"][-1] == pytest.approx(waiting / slow_step)
+
+
+def _slow_first(seconds: float):
+    """Sleeps on the first element of each pass only: a pipeline whose start is slow."""
+
+    def slow(index, element):
+        features, label = element
+        pause = tf.cond(
+            index == 0,
+            lambda: tf.py_function(lambda: time.sleep(seconds) or 0, [], tf.int32),
+            lambda: tf.constant(0),
+        )
+        with tf.control_dependencies([pause]):
+            return {"x": tf.identity(features["x"])}, tf.identity(label)
+
+    return slow
+
+
+def test_a_slow_start_is_reported_apart_and_not_called_input_bound(tmp_path):
+    """Validation's pipeline starts afresh each epoch (Keras, for the same batches each
+    time): a start of 0.3 s before 20 free steps is its start, not an input-bound model."""
+    model = _model(hidden=8, layers=1)
+    validation = _batches(8).repeat().enumerate().map(_slow_first(0.3)).prefetch(8)
+    history = model.fit(
+        _batches(8).repeat().prefetch(8),
+        epochs=2,
+        steps_per_epoch=30,
+        validation_data=validation,
+        validation_steps=20,
+        callbacks=[InputStallReport(str(tmp_path))],
+        verbose=0,
+    )
+    assert all(start >= 0.25 for start in history.history["val_input_start_s"])
+    report = json.loads((tmp_path / "input_stall.json").read_text())
+    for epoch in report["epochs"]:
+        assert epoch["val_input_start_s"] >= 0.25
+        assert epoch["val_verdict"] == "compute-bound", epoch
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,14 @@ came later than it was asked for; 0 when it was ready. Everything else, the
 handing over of a ready batch, the per-step dispatch and Keras' own loop
 between steps included, is the step's own time: a faster input could not
 remove it. The share is the summed waiting over the summed step time, per
-epoch, for training (``input_stall``) and validation (``val_input_stall``).
+epoch, for training (``input_stall``) and validation (``val_input_stall``),
+from each epoch's second step on. The first step's wait is the pipeline's
+start (opening the files, filling the first buffers), paid again at every
+validation, since Keras starts the validation pipeline afresh each epoch so
+that each sees the same batches: it is reported apart, in seconds
+(``input_start_s``, ``val_input_start_s``), as a cost of the epoch, not a sign
+that the model waits for its input. Twenty validation steps of a few
+milliseconds each would otherwise call any model input-bound.
 On a GPU the host runs ahead of the device until the device's queue is full,
 so a compute-bound run shows a share near 0, and an input-bound one the
 share of time the device sat idle.
@@ -24,7 +31,7 @@ Counting from the ask to the batch's arrival instead (this module until
 2026-11-28) counted the dispatch and hand-over as waiting: 35-43% on an
 input that costs nothing with a small model (docs/benchmarks/input-stall.md).
 An epoch of fewer than ``MIN_STEPS`` steps is too short to tell: its first
-steps wait for the pipeline to start whatever it costs.
+steps still fill the pipeline's buffers.
 """
 
 from __future__ import annotations
@@ -43,6 +50,8 @@ from tfrecord_pipelines.components.trainer.data_service import (
 )
 
 METRIC_NAME = "input_stall"
+# The first step's wait, the input pipeline's start, in seconds.
+START_NAME = "input_start_s"
 REPORT_FILE = "input_stall.json"
 # Above this share a run is reported as input-bound.
 INPUT_BOUND_SHARE = 0.10
@@ -98,6 +107,13 @@ class InputStall(tf.keras.metrics.Metric):
         super().__init__(name=name, dtype=tf.float64, **kwargs)
         self.waiting = self.add_weight("waiting", initializer="zeros", dtype=tf.float64)
         self.elapsed = self.add_weight("elapsed", initializer="zeros", dtype=tf.float64)
+        # The epoch's first wait: its pipeline's start, kept out of the share.
+        self.start_wait = self.add_weight(
+            "start_wait",
+            initializer="zeros",
+            dtype=tf.float64,
+            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+        )
         # When the current step was asked for; set outside the replicas, read in each.
         self.step_start = self.add_weight(
             "step_start",
@@ -121,16 +137,23 @@ class InputStall(tf.keras.metrics.Metric):
         """Adds one step: when its batch was ready and when its outputs were."""
         start = self.step_start.read_value()
         last = self.last_end.read_value()
+        wait = tf.maximum(batch_ready - start, 0.0)
+        first = last <= 0
         # The host's time between two steps (Keras' loop) is step time too, not waiting.
-        between = tf.where(last > 0, start - last, tf.zeros_like(start))
-        self.waiting.assign_add(tf.maximum(batch_ready - start, 0.0))
-        self.elapsed.assign_add(step_end - start + between)
+        between = tf.where(first, tf.zeros_like(start), start - last)
+        self.start_wait.assign_add(tf.where(first, wait, tf.zeros_like(wait)))
+        self.waiting.assign_add(tf.where(first, tf.zeros_like(wait), wait))
+        self.elapsed.assign_add(tf.where(first, tf.zeros_like(wait), step_end - start + between))
         self.last_end.assign(step_end)
         # With several steps per call, the next step is asked for now.
         self.step_start.assign(step_end)
 
     def result(self) -> tf.Tensor:
         return tf.math.divide_no_nan(self.waiting, self.elapsed)
+
+    def start_seconds(self) -> tf.Tensor:
+        """The epoch's first step's wait: the input pipeline's start."""
+        return self.start_wait.read_value()
 
 
 class InputStallModel(tf.keras.Model):
@@ -224,7 +247,11 @@ class InputStallModel(tf.keras.Model):
         with tf.control_dependencies(tf.nest.flatten(logs)):
             step_end = tf.timestamp()
         self.input_stall.update_state(arrived if ready_at is None else ready_at, step_end)
-        return {**logs, METRIC_NAME: self.input_stall.result()}
+        return {
+            **logs,
+            METRIC_NAME: self.input_stall.result(),
+            START_NAME: self.input_stall.start_seconds(),
+        }
 
 
 def verdict(share: float, steps: int | None = None) -> str:
@@ -322,11 +349,13 @@ class InputStallReport(tf.keras.callbacks.Callback):
         entry = {
             "epoch": epoch,
             METRIC_NAME: share,
+            START_NAME: float(logs.get(START_NAME, 0.0)),
             "steps": steps,
             "verdict": verdict(share, steps),
         }
         if f"val_{METRIC_NAME}" in logs:
             entry[f"val_{METRIC_NAME}"] = float(logs[f"val_{METRIC_NAME}"])
+            entry[f"val_{START_NAME}"] = float(logs.get(f"val_{START_NAME}", 0.0))
             entry["val_steps"] = self._steps["test"]
             entry["val_verdict"] = verdict(entry[f"val_{METRIC_NAME}"], self._steps["test"])
         source = "input read on the trainer"
@@ -338,11 +367,13 @@ class InputStallReport(tf.keras.callbacks.Callback):
             )
         self._epochs.append(entry)
         logging.info(
-            "Epoch %d: %.1f%% of step time waiting for input (%s; %s).",
+            "Epoch %d: %.1f%% of step time waiting for input (%s; %s), after %.3f s for "
+            "the input pipeline's start.",
             epoch + 1,
             100 * share,
             entry["verdict"],
             source,
+            entry[START_NAME],
         )
         report = {
             "epochs": self._epochs,

@@ -20,6 +20,7 @@ from tfrecord_pipelines.components.trainer.input_stall import (
     INPUT_BOUND_SHARE,
     METRIC_NAME,
     REPORT_FILE,
+    START_NAME,
     advice,
 )
 from tfrecord_pipelines.report import charts
@@ -90,6 +91,9 @@ def read_training(model_run_uri: str) -> TrainingView:
             chart_of[name] = charts.per_epoch(
                 series, "share of step time", (INPUT_BOUND_SHARE, "input-bound above")
             )
+        elif name == START_NAME:
+            # Each validation starts its pipeline afresh; training's only in its first epoch.
+            chart_of[name] = charts.per_epoch(series, "seconds to the first batch")
         else:
             chart_of[name] = charts.per_epoch(series, name)
     return TrainingView(
