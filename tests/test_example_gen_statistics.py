@@ -1,7 +1,8 @@
 """ExampleGen's statistics (TFDV on the columns it encodes) against StatisticsGen's on its records.
 
 Both pipelines run for real through LocalDagRunner: ShardedExampleGen, then
-TFX's StatisticsGen reading back the records it wrote. Counts, histograms,
+TFX's StatisticsGen reading back the records it wrote, with TFDV's own
+generators (ExampleGen counts the top values in Arrow). Counts, histograms,
 top values and every other figure must be the same; quantiles come from a
 sketch fed in a different order, so they may differ within its error.
 """
@@ -20,7 +21,7 @@ from tfrecord_pipelines.components.data_source.image_folder import IMAGE_KEY
 from tfrecord_pipelines.components.example_gen.component import ShardedExampleGen
 from tfrecord_pipelines.components.example_gen.settings import ExampleGenSettings
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
-from tfrecord_pipelines.components.example_gen.statistics import stats_options
+from tfrecord_pipelines.components.example_gen.statistics import ValueCounts, stats_options
 from tfrecord_pipelines.local.beam_args import local_beam_args
 
 ROWS = 5_000
@@ -128,11 +129,20 @@ def _assert_same_statistics(ours, theirs):
         assert boundaries == pytest.approx(theirs_quantiles[key], abs=0.02 * spread), key
 
 
+def _tfdv_options(source_format: str):
+    """ExampleGen's settings (the same percentiles, not TFDV's default deciles, and as many
+    top values) with TFDV's own generators: its exact top values on Beam, not ExampleGen's
+    Arrow counts."""
+    options = stats_options(source_format)
+    options.add_default_generators = True
+    options.generators = [g for g in options.generators if isinstance(g, ValueCounts)] or None
+    return options
+
+
 @pytest.fixture(scope="module")
 def tabular(tmp_path_factory):
     root = tmp_path_factory.mktemp("tabular")
-    # StatisticsGen with ExampleGen's options: the same percentiles, not its default deciles.
-    return _run(root, _write_csv(root / "csv"), "csv", stats_options=stats_options("csv"))
+    return _run(root, _write_csv(root / "csv"), "csv", stats_options=_tfdv_options("csv"))
 
 
 def test_csv_statistics_equal_statistics_gen_on_the_written_records(tabular):
@@ -152,7 +162,7 @@ def test_image_statistics_equal_statistics_gen_with_image_domains(tmp_path):
         tmp_path,
         "data/digits",
         "images",
-        stats_options=stats_options("images"),
+        stats_options=_tfdv_options("images"),
     )
     for split, (ours, theirs) in stats.items():
         image = next(f for f in ours.datasets[0].features if f.path.step[0] == IMAGE_KEY)

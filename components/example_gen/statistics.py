@@ -4,7 +4,10 @@ StatisticsGen reads back and decodes every record ExampleGen has just
 encoded, and the decoding is most of its cost. On Beam, the converters hand
 over the Arrow columns each batch of records was encoded from
 (``SplitRecords.columns``) and TFDV's ``GenerateStatistics`` describes
-those: the same values, so the same statistics. They are written where and
+those: the same values, so the same statistics. TFDV's exact top values
+and unique counts make a Beam element of each distinct value; ExampleGen
+counts them in Arrow instead (``exact_top_values``), the same figures. They
+are written where and
 as StatisticsGen writes them (``Split-<name>/FeatureStats.pb`` of an
 ``ExampleStatistics`` artifact), for SchemaGen, ExampleValidator and the
 report.
@@ -25,10 +28,14 @@ import apache_beam as beam
 import pyarrow as pa
 import pyarrow.compute as pc
 import tensorflow_data_validation as tfdv
+from tensorflow_data_validation.statistics.generators.basic_stats_generator import (
+    BasicStatsGenerator,
+)
 from tensorflow_metadata.proto.v0 import statistics_pb2
 from tfx_bsl.public import tfxio
 
 from tfrecord_pipelines.components.data_source import IMAGES
+from tfrecord_pipelines.components.example_gen.exact_top_values import ExactTopValues
 from tfrecord_pipelines.components.keys import VALUE_COUNTS_STATISTIC
 
 # StatisticsGen's file name, which SchemaGen and ExampleValidator look for.
@@ -51,13 +58,42 @@ def stats_options(source_format: str, counted: Sequence[str] = ()) -> tfdv.Stats
     """TFDV's options: images also get image statistics (formats, sizes), not string ones;
     percentiles, not deciles; up to ``TOP_VALUES`` values of each string, not 20; each
     value of the ``counted`` integer features counted (``ValueCounts``: a classification's
-    label, the categorical integers a schema marks)."""
-    return tfdv.StatsOptions(
-        generators=[ValueCounts(name) for name in counted] or None,
-        enable_semantic_domain_stats=source_format == IMAGES,
-        num_quantiles_histogram_buckets=QUANTILE_BUCKETS,
-        num_top_values=TOP_VALUES,
+    label, the categorical integers a schema marks).
+
+    TFDV's default generators are replaced by the same two, but for the top values and
+    unique counts counted in Arrow (``ExactTopValues``): the same statistics, without a
+    Beam element per distinct value."""
+    return with_exact_top_values(
+        tfdv.StatsOptions(
+            generators=[ValueCounts(name) for name in counted] or None,
+            enable_semantic_domain_stats=source_format == IMAGES,
+            num_quantiles_histogram_buckets=QUANTILE_BUCKETS,
+            num_top_values=TOP_VALUES,
+        )
     )
+
+
+def with_exact_top_values(options: tfdv.StatsOptions) -> tfdv.StatsOptions:
+    """OPTIONS (changed in place) with TFDV's default generators replaced by the same ones
+    built as TFDV builds them (stats_impl._get_default_generators), but for the top values
+    and unique counts, counted in Arrow (``ExactTopValues``)."""
+    basic = BasicStatsGenerator(
+        schema=options.schema,
+        example_weight_map=options.example_weight_map,
+        num_values_histogram_buckets=options.num_values_histogram_buckets,
+        num_histogram_buckets=options.num_histogram_buckets,
+        num_quantiles_histogram_buckets=options.num_quantiles_histogram_buckets,
+        epsilon=options.epsilon,
+    )
+    top_values = ExactTopValues(
+        schema=options.schema,
+        num_top_values=options.num_top_values,
+        num_rank_histogram_buckets=options.num_rank_histogram_buckets,
+        frequency_threshold=options.frequency_threshold,
+    )
+    options.add_default_generators = False
+    options.generators = [basic, top_values, *(options.generators or [])]
+    return options
 
 
 class ValueCounts(tfdv.CombinerStatsGenerator):
