@@ -99,7 +99,7 @@ def run(
                 )
                 state, message = state_of(current)
                 if state != seen:
-                    log(f"{where}: {state or 'waiting for the operator'}. {message}".rstrip())
+                    log(f"{where}: {state or 'waiting for its controller'}. {message}".rstrip())
                     seen = state
                 seconds = time.monotonic() - start
                 if state == api.succeeded:
