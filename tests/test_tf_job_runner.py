@@ -1,9 +1,11 @@
-"""The Trainer's task creating, waiting for and deleting its TFJob, against the API stand-in.
+"""The Trainer's task creating, waiting for and deleting its TFJob or TrainJob, against the API
+stand-in.
 
 A contract test: ``fake_k8s_api`` answers the ``kubernetes`` client's calls as the API
-server and the Training Operator's webhook would (kubeflow/trainer v1.9.4), and plays
-the conditions the operator would set: Created, Running, Restarting, Succeeded,
-Failed. The client, its HTTP and the runner are the real ones.
+server and the Training Operator's webhook would (kubeflow/trainer v1.9.4), or Trainer
+v2's (v2.3.0, against k8s/'s TrainingRuntime), and plays the conditions the controller
+would set: a TFJob's Created, Running, Restarting, Succeeded, Failed; a TrainJob's
+Complete, Failed. The client, its HTTP and the runner are the real ones.
 """
 
 from __future__ import annotations
