@@ -14,7 +14,7 @@ A contract test of kubeflow/trainer v2.3.0 (658725bda), which cannot run here:
   (ValidateObjects, which the TrainJob webhook runs): a runtimePatches manager is a
   domain-prefixed path; a patched replicated job and its containers exist in the
   runtime; no env in a patch of the ``node`` container.
-- ``runtime_webhook_errors``: pkg/webhooks/trainingruntime_webhook.go:63-101: a
+- ``runtime_webhook_errors``: pkg/webhooks/trainingruntime_webhook.go:66-104: a
   replicated job of the trainer ancestor has one replica and a ``node`` container.
 - ``node_env``: the variables the ``node`` container of pod INDEX gets: the runtime's,
   the TrainJob's upserted (plainml.go:55-65, apply.UpsertEnvVars), the completion-index
