@@ -33,6 +33,7 @@ with 401 Unauthorized when missing or wrong, as kube-apiserver's authenticator d
 from __future__ import annotations
 
 import dataclasses
+import functools
 import http.server
 import ipaddress
 import json
@@ -42,6 +43,7 @@ import ssl
 import threading
 import urllib.parse
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -56,19 +58,39 @@ _JOBS = re.compile(
 )
 _PODS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods$")
 _LOG = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/log$")
-# k8s/'s TrainingRuntime, which the TrainJob webhook checks a TrainJob against.
+# k8s/'s TrainingRuntime, the one the cluster's namespaces hold.
 RUNTIME = REPO_ROOT / "k8s" / "components" / "trainjob-workers" / "runtime.yaml"
-# Each kind: its resource's name, its webhook's name, its pods' job label, and the
-# label or annotation of a pod's index.
+
+
+@functools.cache
+def _runtime() -> dict:
+    return yaml.safe_load(RUNTIME.read_text())
+
+
+@dataclasses.dataclass(frozen=True)
+class _Kind:
+    """A kind of job as the API server and its controller take it: its checks (the CRD
+    schema's, 422; the validating webhook's, 403), and its pods' job label and container."""
+
+    kind: str
+    webhook: str
+    schema_errors: Callable[[dict], list[str]]
+    webhook_errors: Callable[[dict], list[str]]
+    job_label: str
+    container: str
+
+
 _KINDS = {
-    "tfjobs": ("TFJob", "validating.tfjob.kubeflow.org", "training.kubeflow.org/job-name"),
-    "trainjobs": (
-        "TrainJob",
-        "validator.trainjob.trainer.kubeflow.org",
-        "jobset.sigs.k8s.io/jobset-name",
+    "tfjobs": _Kind(
+        "TFJob", "validating.tfjob.kubeflow.org", schema_errors, webhook_errors,
+        "training.kubeflow.org/job-name", "tensorflow",
     ),
-}
-_CONTAINERS = {"tfjobs": "tensorflow", "trainjobs": "node"}
+    "trainjobs": _Kind(
+        "TrainJob", "validator.trainjob.trainer.kubeflow.org", trainjob_schema_errors,
+        lambda job: trainjob_webhook_errors(job, _runtime()),
+        "jobset.sigs.k8s.io/jobset-name", "node",
+    ),
+}  # fmt: skip
 # Go's strconv.ParseBool, which the API server reads a boolean query parameter with.
 _GO_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 
@@ -143,14 +165,17 @@ class FakeK8sApi:
                 "kind": "PodList",
                 "apiVersion": "v1",
                 "items": [
-                    _pod(p) for p in self.pods if _KINDS[p.kind][2] == label and p.job == value
+                    _pod(p)
+                    for p in self.pods
+                    if _KINDS[p.kind].job_label == label and p.job == value
                 ],
             }
         if log and method == "GET":
             [pod] = [p for p in self.pods if p.name == log.group(2)] or [None]
             if pod is None:
                 return _status(404, "NotFound", f'pods "{log.group(2)}" not found')
-            if query.get("container", [_CONTAINERS[pod.kind]])[0] != _CONTAINERS[pod.kind]:
+            container = _KINDS[pod.kind].container
+            if query.get("container", [container])[0] != container:
                 return _status(400, "BadRequest", "container not valid for pod")
             previous = query.get("previous", ["false"])[0] in _GO_TRUE
             text = pod.previous_log if previous else pod.log
@@ -161,20 +186,19 @@ class FakeK8sApi:
 
     def _create(self, plural: str, namespace: str, job: dict) -> tuple[int, object]:
         name = job.get("metadata", {}).get("name", "")
-        kind, webhook, _ = _KINDS[plural]
+        kind = _KINDS[plural]
         group = job.get("apiVersion", "").split("/")[0]
-        if plural == "tfjobs":
-            errors, denials = schema_errors(job), webhook_errors(job)
-        else:
-            errors = trainjob_schema_errors(job)
-            denials = errors or trainjob_webhook_errors(job, yaml.safe_load(RUNTIME.read_text()))
+        errors = kind.schema_errors(job)
         if errors:
-            return self._reject(422, "Invalid", f'{kind}.{group} "{name}" is invalid: {errors}')
+            return self._reject(
+                422, "Invalid", f'{kind.kind}.{group} "{name}" is invalid: {errors}'
+            )
+        denials = kind.webhook_errors(job)
         if denials:
             return self._reject(
                 403,
                 "Forbidden",
-                f'admission webhook "{webhook}" denied the request: [{", ".join(denials)}]',
+                f'admission webhook "{kind.webhook}" denied the request: [{", ".join(denials)}]',
             )
         if (namespace, name) in self.jobs:
             return self._reject(409, "AlreadyExists", f'{plural}.{group} "{name}" already exists')
@@ -221,7 +245,7 @@ def _pod(pod: FakePod) -> dict:
         return {"terminated": {"exitCode": code, "reason": "Error" if code else "Completed"}}
 
     status = {
-        "name": _CONTAINERS[pod.kind],
+        "name": _KINDS[pod.kind].container,
         "image": "image",
         "imageID": "image-id",
         "ready": pod.exit_code is None,
@@ -232,7 +256,7 @@ def _pod(pod: FakePod) -> dict:
         status["lastState"] = terminated(pod.restarted_after)
     # A TFJob's worker's pod is <job>-worker-<index> (pkg/core/utils.go:30).
     index = str(pod.index if pod.index is not None else pod.name.rpartition("-")[2])
-    metadata = {"name": pod.name, "labels": {_KINDS[pod.kind][2]: pod.job}}
+    metadata = {"name": pod.name, "labels": {_KINDS[pod.kind].job_label: pod.job}}
     if pod.kind == "tfjobs":
         metadata["labels"]["training.kubeflow.org/replica-index"] = index
     else:

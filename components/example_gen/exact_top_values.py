@@ -7,17 +7,17 @@ count)``, and sums them per key: about 14 µs a distinct value, most of
 ShardedExampleGen's cost on a column of ids or free text. Its sketch
 (``TopKUniquesSketchStatsGenerator``) is cheap but approximate: a value seen once
 was reported 91 times. This generator counts the same values with Arrow
-(``value_counts`` per batch, then a hash ``group_by`` sum when the partial counts
-grow), keeps the counts as two Arrow arrays, and builds its output with TFDV's
+(``value_counts`` per batch; the batches' counts summed through a dictionary
+encoding of their values once they outgrow the summed table), keeps the counts
+as two Arrow arrays, and builds its output with TFDV's
 own proto builder, so the statistics are TFDV's: the same values, counts, tie
 order (the larger count, then the larger value), rank histogram and unique count.
 
 Memory: each distinct value of a feature is held once per accumulator, as its
-bytes, an 8-byte offset and an 8-byte count (``BYTES_PER_VALUE`` beyond the
-value), plus the batches' partial counts before they are summed (up to
-``COMPACT_ROWS`` rows), and while they are summed a second copy. TFDV's Beam
-combine held each distinct value as a Python key of a dict on the
-DirectRunner: a few hundred bytes each.
+bytes, an 8-byte offset (large_binary) and an 8-byte count, plus the batches'
+partial counts before they are summed (up to ``COMPACT_ROWS`` rows), and while
+they are summed a second copy. TFDV's Beam combine held each distinct value as
+a Python key of a dict on the DirectRunner: a few hundred bytes each.
 """
 
 from __future__ import annotations
@@ -33,8 +33,6 @@ from tensorflow_data_validation.utils.example_weight_map import ExampleWeightMap
 from tensorflow_metadata.proto.v0 import schema_pb2, statistics_pb2
 from tfx_bsl.arrow import array_util
 
-# Held per distinct value beyond its bytes: a large_binary offset (8) and a count (8).
-BYTES_PER_VALUE = 16
 # Partial counts held before they are summed into one table.
 COMPACT_ROWS = 1 << 20
 _VALUE, _COUNT = "value", "count"

@@ -88,12 +88,13 @@ def check_job(
     kind: str,
     name: str | None,
     workers: int,
-    backoff_limit: int,
     image: str,
     command: Sequence[str],
+    backoff_limit: int = 0,
 ) -> None:
     """Refuses, in one line, what the controller or Kubernetes would refuse of a job of KIND
-    (NAME None: not known yet, as in a compiled template).
+    (NAME None: not known yet, as in a compiled template; BACKOFF_LIMIT: a kind that takes
+    one).
 
     Raises:
       ValueError: the value named.

@@ -94,7 +94,7 @@ def tf_job(
       ValueError: a name the operator or Kubernetes would refuse, or fewer than two or
         more than 999 workers, in one line naming the value.
     """
-    check_job(API.kind, name, workers, backoff_limit, image, command)
+    check_job(API.kind, name, workers, image, command, backoff_limit)
     pod_spec = _pod_spec(image, command, resources, env, volumes, volume_mounts, service_account)
     if node_selector:
         pod_spec["nodeSelector"] = dict(node_selector)
@@ -143,22 +143,3 @@ def _pod_spec(image, command, resources, env, volumes, volume_mounts, service_ac
     if service_account:
         pod_spec["serviceAccountName"] = service_account
     return pod_spec
-
-
-def from_template(template, *, name: str, namespace: str, command: Sequence[str], owner=None):
-    """The TFJob of a ``worker_template.WorkerTemplate`` for the task's pod."""
-    return tf_job(
-        name=name,
-        namespace=namespace,
-        image=template.image,
-        command=command,
-        workers=template.workers,
-        resources=template.resources,
-        owner=owner,
-        env=template.env,
-        volumes=template.volumes,
-        volume_mounts=template.volume_mounts,
-        node_selector=template.node_selector,
-        tolerations=template.tolerations,
-        backoff_limit=template.backoff_limit,
-    )

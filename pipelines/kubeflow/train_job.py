@@ -46,7 +46,6 @@ import json
 from collections.abc import Mapping, Sequence
 
 from tfrecord_pipelines.kubeflow.job_api import (
-    DEFAULT_BACKOFF_LIMIT,
     MANAGED_BY_LABEL,
     MANAGER,
     JobApi,
@@ -63,8 +62,9 @@ API = JobApi(
     container="node",
     # pkg/apis/trainer/v1alpha1/trainjob_types.go:60-61.
     succeeded="Complete",
-    # JobSet's label on its pods (the JobSet is named as the TrainJob), and the Job
-    # controller's annotation of an indexed Job's pod.
+    # JobSet's label on its pods (the JobSet is named as the TrainJob; Trainer v2's own
+    # runtimes read it: charts/kubeflow-trainer/files/runtimes/torch-distributed-with-
+    # cache.yaml:51), and the Job controller's annotation of an indexed Job's pod.
     job_label="jobset.sigs.k8s.io/jobset-name",
     index_key="batch.kubernetes.io/job-completion-index",
 )
@@ -137,7 +137,7 @@ def train_job(
     Raises:
       ValueError: a name or a count the controller or Kubernetes would refuse, in one line.
     """
-    check_job(API.kind, name, workers, DEFAULT_BACKOFF_LIMIT, image, command)
+    check_job(API.kind, name, workers, image, command)
     trainer: dict = {
         "image": image,
         "command": list(command),
@@ -192,22 +192,3 @@ def _pod_patch(volumes, volume_mounts, node_selector, tolerations) -> dict:
     if tolerations:
         pod["tolerations"] = [dict(t) for t in tolerations]
     return pod
-
-
-def from_template(template, *, name: str, namespace: str, command: Sequence[str], owner=None):
-    """The TrainJob of a ``worker_template.WorkerTemplate`` for the task's pod."""
-    return train_job(
-        name=name,
-        namespace=namespace,
-        image=template.image,
-        command=command,
-        workers=template.workers,
-        resources=template.resources,
-        owner=owner,
-        env=template.env,
-        volumes=template.volumes,
-        volume_mounts=template.volume_mounts,
-        node_selector=template.node_selector,
-        tolerations=template.tolerations,
-        runtime=template.runtime,
-    )

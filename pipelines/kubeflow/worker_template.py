@@ -9,14 +9,28 @@ the template's kind of job builds the object.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from tfrecord_pipelines.kubeflow import tf_job, train_job
 from tfrecord_pipelines.kubeflow.job_api import DEFAULT_BACKOFF_LIMIT, JobApi, check_job
 from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
 
-# The kinds of job the task can create, by kind: each module's API and from_template.
-KINDS = {tf_job.API.kind: tf_job, train_job.API.kind: train_job}
+
+@dataclasses.dataclass(frozen=True)
+class _Kind:
+    """A kind of job: its API, the function that builds one, and the template's fields only
+    this kind takes (beside those every kind takes)."""
+
+    api: JobApi
+    build: Callable[..., dict]
+    own_fields: tuple[str, ...]
+
+
+# The kinds of job the task can create, by kind.
+KINDS = {
+    tf_job.API.kind: _Kind(tf_job.API, tf_job.tf_job, ("backoff_limit",)),
+    train_job.API.kind: _Kind(train_job.API, train_job.train_job, ("runtime",)),
+}
 DEFAULT_KIND = tf_job.API.kind
 # How long the task waits for the job from its creation, unless compiled otherwise: a day.
 DEFAULT_TIMEOUT_S = 24 * 3600
@@ -64,14 +78,14 @@ class WorkerTemplate:
             raise ValueError(
                 f"unknown kind of training job {self.kind!r}: one of {', '.join(sorted(KINDS))}"
             )
-        check_job(self.kind, None, self.workers, self.backoff_limit, self.image, ["-"])
+        check_job(self.kind, None, self.workers, self.image, ["-"], self.backoff_limit)
         if self.timeout_s <= 0:
             raise ValueError(f"the {self.kind}'s timeout must be positive, got {self.timeout_s} s")
 
     @property
     def api(self) -> JobApi:
         """The API of the template's kind of job."""
-        return KINDS[self.kind].API
+        return KINDS[self.kind].api
 
     def to_custom_config(self) -> dict:
         """The JSON-serializable custom_config entry (``CUSTOM_CONFIG_KEY``)."""
@@ -93,6 +107,19 @@ class WorkerTemplate:
 
     def job(self, *, name: str, namespace: str, command: Sequence[str], owner=None) -> dict:
         """The job of this template for the task's pod, of the template's kind."""
-        return KINDS[self.kind].from_template(
-            self, name=name, namespace=namespace, command=command, owner=owner
+        kind = KINDS[self.kind]
+        return kind.build(
+            name=name,
+            namespace=namespace,
+            image=self.image,
+            command=command,
+            workers=self.workers,
+            resources=self.resources,
+            owner=owner,
+            env=self.env,
+            volumes=self.volumes,
+            volume_mounts=self.volume_mounts,
+            node_selector=self.node_selector,
+            tolerations=self.tolerations,
+            **{field: getattr(self, field) for field in kind.own_fields},
         )
