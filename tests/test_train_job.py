@@ -168,3 +168,26 @@ def test_a_job_without_placement_has_no_patch_and_a_cpu_worker_no_limits():
 def test_an_unknown_kind_of_job_is_refused_in_one_line():
     with pytest.raises(ValueError, match="unknown kind of training job 'PyTorchJob': one of"):
         worker_template.WorkerTemplate(workers=2, image="i", kind="PyTorchJob")
+
+
+def test_the_contract_refuses_a_runtime_the_namespace_does_not_hold():
+    """As trainjob_webhook.go:114-118 and trainingruntime.go:304-314 refuse: a kind or group
+    that is not a registered runtime's, a TrainingRuntime not in the namespace, and a
+    ClusterTrainingRuntime (the CRD's default kind) where the cluster has none."""
+    job = _job()
+    renamed = copy.deepcopy(job)
+    renamed["spec"]["runtimeRef"]["name"] = "tensorflow"
+    [error] = trainjob_webhook_errors(renamed, RUNTIME)
+    assert "must be created before the TrainJob is created" in error
+    defaulted = copy.deepcopy(job)
+    del defaulted["spec"]["runtimeRef"]["kind"]
+    [error] = trainjob_webhook_errors(defaulted, RUNTIME)
+    assert "specified clusterTrainingRuntime must be created" in error
+    foreign = copy.deepcopy(job)
+    foreign["spec"]["runtimeRef"]["apiGroup"] = "kubeflow.org"
+    assert trainjob_webhook_errors(foreign, RUNTIME) == [
+        "unsupported runtime: TrainingRuntime.kubeflow.org"
+    ]
+    managed = copy.deepcopy(job)
+    managed["spec"]["managedBy"] = "tfrecord-pipelines"
+    assert any("ManagedBy must be" in e for e in trainjob_schema_errors(managed))

@@ -9,11 +9,17 @@ A contract test of kubeflow/trainer v2.3.0 (658725bda), which cannot run here:
   ``..._trainingruntimes.yaml`` at that commit (``python tests/trainjob_contract.py
   TRAINJOBS.yaml TRAININGRUNTIMES.yaml`` writes them again), unknown fields refused
   (``crd_schemas``), and by hand the CEL rules these objects meet: the TrainJob's name
-  (a DNS-1035 label of at most 63), the mlPolicy's one framework at most.
-- ``trainjob_webhook_errors``: pkg/runtime/framework/plugins/jobset/jobset.go:174-206
-  (ValidateObjects, which the TrainJob webhook runs): a runtimePatches manager is a
+  (a DNS-1035 label of at most 63), ``managedBy``'s two values, an initializer's
+  ``storageUri``; the mlPolicy's one framework at most.
+- ``trainjob_webhook_errors``: pkg/webhooks/trainjob_webhook.go:110-121 (the runtime's
+  kind and group, defaulted by the CRD, one of the two registered), then
+  pkg/runtime/core/trainingruntime.go:304-317 (the named TrainingRuntime exists in the
+  TrainJob's namespace; the cluster here has only k8s/'s, and no ClusterTrainingRuntime),
+  then the one validation plugin that applies to a runtime with no framework,
+  pkg/runtime/framework/plugins/jobset/jobset.go:174-206: a runtimePatches manager is a
   domain-prefixed path; a patched replicated job and its containers exist in the
-  runtime; no env in a patch of the ``node`` container.
+  runtime; no env in a patch of the ``node`` container (torch, mpi, xgboost, flux and
+  volcano return at once without their policy; jax validates nothing).
 - ``runtime_webhook_errors``: pkg/webhooks/trainingruntime_webhook.go:66-104: a
   replicated job of the trainer ancestor has one replica and a ``node`` container.
 - ``node_env``: the variables the ``node`` container of pod INDEX gets: the runtime's,
@@ -50,6 +56,12 @@ _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-
 _PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
 COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 _REFERENCE = re.compile(r"\$\$|\$\(([^)]*)\)")
+GROUP = "trainer.kubeflow.org"
+# The runtimes the TrainJob webhook knows (runtime.RuntimeRefToRuntimeRegistryKey).
+_RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
+# The CRD's managedBy values and an initializer's storageUri rule.
+_MANAGERS = ("trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue")
+_STORAGE_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
 
 
 def trainjob_schema_errors(job: dict) -> list[str]:
@@ -58,6 +70,15 @@ def trainjob_schema_errors(job: dict) -> list[str]:
     name = job.get("metadata", {}).get("name", "")
     if not dns_1035(name):  # the CRD's x-kubernetes-validations on the object
         errors.append(f"<root>: metadata.name must match RFC 1035 DNS label format: {name!r}")
+    spec = job.get("spec", {})
+    if "managedBy" in spec and spec["managedBy"] not in _MANAGERS:
+        errors.append("spec.managedBy: ManagedBy must be trainer.kubeflow.org/trainjob-controller "
+                      "or kueue.x-k8s.io/multikueue if set")  # fmt: skip
+    for source in ("dataset", "model"):
+        uri = spec.get("initializer", {}).get(source, {}).get("storageUri", "")
+        if uri and not _STORAGE_URI.match(uri):
+            errors.append(f"spec.initializer.{source}.storageUri: storageUri may be empty, or "
+                          "it must be a valid URI (scheme://...)")  # fmt: skip
     return errors
 
 
@@ -100,7 +121,20 @@ def _domain_prefixed_path(value: str) -> bool:
 
 
 def trainjob_webhook_errors(job: dict, runtime: dict) -> list[str]:
-    """The TrainJob webhook's complaints about JOB on RUNTIME (jobset.go's ValidateObjects)."""
+    """The TrainJob webhook's complaints about JOB in a namespace whose one TrainingRuntime is
+    RUNTIME."""
+    reference = job["spec"].get("runtimeRef", {})
+    # The CRD's defaults, which the API server applies before the webhook sees the object.
+    kind = reference.get("kind", "ClusterTrainingRuntime")
+    group = reference.get("apiGroup", GROUP)
+    if group != GROUP or kind not in _RUNTIME_KINDS:
+        return [f"unsupported runtime: {kind}.{group}"]
+    if kind != runtime["kind"] or reference.get("name") != runtime["metadata"]["name"]:
+        return [
+            f"spec.runtimeRef: Invalid value: {reference}: {kind} {reference.get('name')!r} "
+            f"not found: specified {kind[0].lower()}{kind[1:]} must be created before the "
+            "TrainJob is created"
+        ]
     containers = {
         rjob["name"]: {
             c["name"]
