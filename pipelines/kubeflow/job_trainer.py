@@ -2,7 +2,7 @@
 
 As TFX's Vertex trainer runs its custom job from the Trainer's task
 (tfx/extensions/google_cloud_ai_platform/trainer/executor.py), the task's executor
-creates a training job (a TFJob: ``tf_job``) from the template the compiled pipeline
+creates a training job (a TFJob, ``tf_job``, or a TrainJob, ``train_job``) from the template the compiled pipeline
 holds in the Trainer's custom_config (``worker_template.WorkerTemplate``), waits for it
 (``job_runner``) and ends as it ends. Each worker runs the task's own command
 line, the same entry point with the same ExecutorInput, plus ``--tfjob_worker``:
@@ -16,7 +16,7 @@ the task's own output folders stay empty, so its launcher uploads nothing over t
 The task needs what KFP's driver gives every executor pod: ``KFP_POD_NAME`` and
 ``KFP_POD_UID`` (the job's name and its owner; compiler/argocompiler/common.go:42-56
 of kubeflow/pipelines 7b70c7b95f68), and the pod's service account, whose namespace
-and token the in-cluster configuration reads (k8s/'s RBAC lets it manage TFJobs and
+and token the in-cluster configuration reads (k8s/'s RBAC lets it manage its jobs and
 read its workers' pods and logs).
 """
 
@@ -39,7 +39,7 @@ SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 class Executor(trainer_executor.GenericExecutor):
-    """Trains in a TFJob's workers: creates the job from the task, trains in each worker."""
+    """Trains in a job's workers: creates the job from the task, trains in each worker."""
 
     def Do(self, input_dict, output_dict, exec_properties) -> None:  # noqa: N802 (TFX's name)
         template = worker_template.WorkerTemplate.from_custom_config(

@@ -22,6 +22,7 @@ from tfrecord_pipelines.kubeflow.kfp_executor import DAILY_STATE_FLAG
 from tfrecord_pipelines.kubeflow.platform_spec import TaskPlacement, VolumeMount, checked_document
 from tfrecord_pipelines.kubeflow.schedule import LATEST_SPAN, SPAN_PARAMETER
 from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
+from tfrecord_pipelines.kubeflow.worker_template import DEFAULT_KIND as DEFAULT_TRAINER_JOB
 from tfrecord_pipelines.report.component import reporter_of
 
 # The images the components run in (docker/Dockerfile's cpu and gpu targets).
@@ -116,7 +117,7 @@ def compile_for_kubeflow(
     artifact_store: ArtifactStoreAccess | None = None,
     in_image: Sequence[str] = (),
     trainer_workers: int = 1,
-    trainer_job: str = "TFJob",
+    trainer_job: str = DEFAULT_TRAINER_JOB,
 ) -> str:
     """Writes the pipeline as a KFP v2 YAML file: PipelineSpec, then PlatformSpec.
 
