@@ -4,8 +4,8 @@ As TFX's Vertex trainer runs its custom job from the Trainer's task
 (tfx/extensions/google_cloud_ai_platform/trainer/executor.py), the task's executor
 creates a training job (a TFJob, ``tf_job``, or a TrainJob, ``train_job``) from the
 template the compiled pipeline holds in the Trainer's custom_config
-(``worker_template.WorkerTemplate``), waits for it (``job_runner``) and ends as it ends. Each worker runs the task's own command
-line, the same entry point with the same ExecutorInput, plus ``--tfjob_worker``:
+(``worker_template.WorkerTemplate``), waits for it (``job_runner``) and ends as it
+ends. Each worker runs the task's own command line, the same entry point with the same ExecutorInput, plus ``--tfjob_worker``:
 there the entry point reads every input and writes every output in its store,
 as no launcher stages anything in a worker's pod (``kfp_executor.locate_in_stores``),
 and this executor, in a process whose ``TF_CONFIG`` names more than one worker,
