@@ -4,20 +4,21 @@ As TFX's Vertex trainer runs its custom job from the Trainer's task
 (tfx/extensions/google_cloud_ai_platform/trainer/executor.py), the task's executor
 creates a training job (a TFJob, ``tf_job``, or a TrainJob, ``train_job``) from the
 template the compiled pipeline holds in the Trainer's custom_config
-(``worker_template.WorkerTemplate``), waits for it (``job_runner``) and ends as it
-ends. Each worker runs the task's own command line, the same entry point with the same ExecutorInput, plus ``--tfjob_worker``:
-there the entry point reads every input and writes every output in its store,
-as no launcher stages anything in a worker's pod (``kfp_executor.locate_in_stores``),
-and this executor, in a process whose ``TF_CONFIG`` names more than one worker,
-trains (TFX's GenericExecutor, the built-in run_fn's MultiWorkerMirroredStrategy).
-The chief (worker 0) writes the model and its reports at the task's output URIs;
-the task's own output folders stay empty, so its launcher uploads nothing over them.
+(``worker_template.WorkerTemplate``), waits for it (``job_runner``) and ends as it ends.
+Each worker runs the task's own command line, the same entry point with the same
+ExecutorInput, plus ``--tfjob_worker``: there the entry point reads every input and
+writes every output in its store, as no launcher stages anything in a worker's pod
+(``kfp_executor.locate_in_stores``), and this executor, in a process whose ``TF_CONFIG``
+names more than one worker, trains (TFX's GenericExecutor, the built-in run_fn's
+MultiWorkerMirroredStrategy). The chief (worker 0) writes the model and its reports at
+the task's output URIs; the task's own output folders stay empty, so its launcher
+uploads nothing over them.
 
 The task needs what KFP's driver gives every executor pod: ``KFP_POD_NAME`` and
-``KFP_POD_UID`` (the job's name and its owner; compiler/argocompiler/common.go:42-56
-of kubeflow/pipelines 7b70c7b95f68), and the pod's service account, whose namespace
-and token the in-cluster configuration reads (k8s/'s RBAC lets it manage its jobs and
-read its workers' pods and logs).
+``KFP_POD_UID`` (the job's name and its owner; compiler/argocompiler/common.go:42-56 of
+kubeflow/pipelines 7b70c7b95f68), and the pod's service account, whose namespace and
+token the in-cluster configuration reads (k8s/'s RBAC lets it manage its jobs and read
+its workers' pods and logs).
 """
 
 from __future__ import annotations
