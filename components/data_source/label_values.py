@@ -77,7 +77,7 @@ def label_column_type(source: DataSource, label: str, schema=None, encoding: str
 
         files, delimiter = source.files(), source.delimiter or ","
         header = read_header(files, encoding, delimiter)
-        return infer_column_types(files, header, schema, encoding, delimiter)[label]
+        return infer_column_types(files, header, schema, encoding, delimiter, [label])[label]
     return None  # Parquet: each file's own column type, read with the values
 
 
