@@ -14,34 +14,27 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from tfrecord_pipelines.components.trainer.dataset import infer_compression
+from tfrecord_pipelines.components.trainer.dataset import infer_compression, record_blocks
+from tfrecord_pipelines.components.trainer.input_options import InputOptions
 
 BATCH_SIZE = 1024
-_PARALLEL_FILES = 4
 _KINDS = {"bytes_list": tf.string, "int64_list": tf.int64, "float_list": tf.float32}
 
 
 def read_batches(files: Sequence[str], batch_size: int = BATCH_SIZE) -> tf.data.Dataset:
     """Batches of serialized records from the files, read in parallel, in a fixed order.
 
-    Each file is batched before the files are interleaved: an interleave of
-    single records costs about 7 µs of CPU a record in tf.data's threads,
+    Read as the Trainer reads its shards, each file in blocks: an interleave
+    of single records costs about 7 µs of CPU a record in tf.data's threads,
     four times the reading itself (``benchmarks/evaluator_cost.py``).
     """
-    compression = infer_compression(files)
-    readers = min(len(files), _PARALLEL_FILES)
-    return (
-        tf.data.Dataset.from_tensor_slices(list(files))
-        .interleave(
-            lambda path: tf.data.TFRecordDataset(path, compression_type=compression).batch(
-                batch_size
-            ),
-            cycle_length=readers,
-            num_parallel_calls=readers,
-            deterministic=True,
-        )
-        .prefetch(tf.data.AUTOTUNE)
-    )
+    return record_blocks(
+        list(files),
+        infer_compression(files),
+        InputOptions(read_block_size=batch_size),
+        training=False,
+        on_workers=False,
+    ).prefetch(tf.data.AUTOTUNE)
 
 
 def _prediction(outputs, prediction_key: str) -> tf.Tensor:

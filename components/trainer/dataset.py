@@ -195,7 +195,7 @@ def make_dataset(
         num_epochs,
     )
     compression = _compression_type(options.compression, files)
-    dataset = _record_blocks(
+    dataset = record_blocks(
         files, compression, options, training=training, on_workers=data_service is not None
     )
     dataset = _repeated_and_shuffled(dataset, batching)
@@ -325,7 +325,7 @@ def _check_arguments(
         )
 
 
-def _record_blocks(
+def record_blocks(
     files: list[str],
     compression_type: str,
     options: InputOptions,
