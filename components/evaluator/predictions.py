@@ -26,7 +26,7 @@ def read_batches(files: Sequence[str], batch_size: int = BATCH_SIZE) -> tf.data.
 
     Read as the Trainer reads its shards, each file in blocks: an interleave
     of single records costs about 7 µs of CPU a record in tf.data's threads,
-    four times the reading itself (``benchmarks/evaluator_cost.py``).
+    four times the reading itself (docs/benchmarks/pipeline-scale.md).
     """
     return record_blocks(
         list(files),
