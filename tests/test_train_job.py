@@ -191,3 +191,14 @@ def test_the_contract_refuses_a_runtime_the_namespace_does_not_hold():
     managed = copy.deepcopy(job)
     managed["spec"]["managedBy"] = "tfrecord-pipelines"
     assert any("ManagedBy must be" in e for e in trainjob_schema_errors(managed))
+
+
+def test_the_contract_reads_an_initializers_storage_uri_as_cel_does():
+    """The CRD's rule is RE2's matches(): a URI with a trailing newline fails it, as does one
+    without a scheme; an empty one passes."""
+    job = _job()
+    for uri, refused in (("gs://bucket/data", False), ("", False), ("gs://bucket/data\n", True),
+                         ("bucket/data", True)):  # fmt: skip
+        job["spec"]["initializer"] = {"dataset": {"storageUri": uri}}
+        errors = trainjob_schema_errors(job)
+        assert any("storageUri" in e for e in errors) is refused, uri

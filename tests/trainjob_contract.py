@@ -61,7 +61,8 @@ GROUP = "trainer.kubeflow.org"
 _RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
 # The CRD's managedBy values and an initializer's storageUri rule.
 _MANAGERS = ("trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue")
-_STORAGE_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
+# CEL's matches() is RE2's: its $ is the text's end (Python's would pass a trailing newline).
+_STORAGE_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://.+")
 
 
 def trainjob_schema_errors(job: dict) -> list[str]:
@@ -76,7 +77,7 @@ def trainjob_schema_errors(job: dict) -> list[str]:
                       "or kueue.x-k8s.io/multikueue if set")  # fmt: skip
     for source in ("dataset", "model"):
         uri = spec.get("initializer", {}).get(source, {}).get("storageUri", "")
-        if uri and not _STORAGE_URI.match(uri):
+        if uri and not _STORAGE_URI.fullmatch(uri):
             errors.append(f"spec.initializer.{source}.storageUri: storageUri may be empty, or "
                           "it must be a valid URI (scheme://...)")  # fmt: skip
     return errors
@@ -128,12 +129,16 @@ def trainjob_webhook_errors(job: dict, runtime: dict) -> list[str]:
     kind = reference.get("kind", "ClusterTrainingRuntime")
     group = reference.get("apiGroup", GROUP)
     if group != GROUP or kind not in _RUNTIME_KINDS:
-        return [f"unsupported runtime: {kind}.{group}"]
+        # schema.GroupKind's String(): the kind alone when the group is empty.
+        return [f"unsupported runtime: {kind}.{group}" if group else f"unsupported runtime: {kind}"]
     if kind != runtime["kind"] or reference.get("name") != runtime["metadata"]["name"]:
+        # The client's NotFound error, then the runtime's own words (trainingruntime.go:304-314,
+        # clustertrainingruntime.go:99-107, whose path is spelt spec.RuntimeRef).
+        path = "spec.runtimeRef" if kind == "TrainingRuntime" else "spec.RuntimeRef"
         return [
-            f"spec.runtimeRef: Invalid value: {reference}: {kind} {reference.get('name')!r} "
-            f"not found: specified {kind[0].lower()}{kind[1:]} must be created before the "
-            "TrainJob is created"
+            f"{path}: Invalid value: {reference}: {kind.lower()}s.{GROUP} "
+            f'"{reference.get("name")}" not found: specified {kind[0].lower()}{kind[1:]} must '
+            "be created before the TrainJob is created"
         ]
     containers = {
         rjob["name"]: {
