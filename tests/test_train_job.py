@@ -202,3 +202,20 @@ def test_the_contract_reads_an_initializers_storage_uri_as_cel_does():
         job["spec"]["initializer"] = {"dataset": {"storageUri": uri}}
         errors = trainjob_schema_errors(job)
         assert any("storageUri" in e for e in errors) is refused, uri
+
+
+def test_the_contract_checks_init_containers_names_and_not_their_env():
+    """jobset.go:190-196: a patched initContainer must exist in the runtime's job (init or not)
+    and may carry env; a patched container named node may not (199-202)."""
+    job = _job()
+    [rjob] = job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"][
+        "replicatedJobs"
+    ]
+    pod = rjob["template"]["spec"]["template"]["spec"]
+    pod["initContainers"] = [{"name": "node", "env": [{"name": "A", "value": "1"}]}]
+    assert trainjob_webhook_errors(job, RUNTIME) == []
+    pod["initContainers"] = [{"name": "fetch"}]
+    assert trainjob_webhook_errors(job, RUNTIME) == [
+        "spec.runtimePatches: Invalid value: must not have initContainer that doesn't exist "
+        "in the runtime job node"
+    ]

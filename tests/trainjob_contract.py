@@ -17,8 +17,9 @@ A contract test of kubeflow/trainer v2.3.0 (658725bda), which cannot run here:
   TrainJob's namespace; the cluster here has only k8s/'s, and no ClusterTrainingRuntime),
   then the one validation plugin that applies to a runtime with no framework,
   pkg/runtime/framework/plugins/jobset/jobset.go:174-206: a runtimePatches manager is a
-  domain-prefixed path; a patched replicated job and its containers exist in the
-  runtime; no env in a patch of the ``node`` container (torch, mpi, xgboost, flux and
+  domain-prefixed path; a patched replicated job and its (init) containers exist in the
+  runtime; no env in a patched ``dataset-initializer``, ``model-initializer`` or ``node``
+  container (an init container's env is not checked) (torch, mpi, xgboost, flux and
   volcano return at once without their policy; jax validates nothing).
 - ``runtime_webhook_errors``: pkg/webhooks/trainingruntime_webhook.go:66-104: a
   replicated job of the trainer ancestor has one replica and a ``node`` container.
@@ -59,6 +60,8 @@ _REFERENCE = re.compile(r"\$\$|\$\(([^)]*)\)")
 GROUP = "trainer.kubeflow.org"
 # The runtimes the TrainJob webhook knows (runtime.RuntimeRefToRuntimeRegistryKey).
 _RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
+# The containers a runtime patch may not give env to (jobset.go:199-202).
+_NO_ENV_CONTAINERS = ("dataset-initializer", "model-initializer", NODE)
 # The CRD's managedBy values and an initializer's storageUri rule.
 _MANAGERS = ("trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue")
 # CEL's matches() is RE2's: its $ is the text's end (Python's would pass a trailing newline).
@@ -161,13 +164,19 @@ def trainjob_webhook_errors(job: dict, runtime: dict) -> list[str]:
                 )
                 continue
             pod = rjob.get("template", {}).get("spec", {}).get("template", {}).get("spec", {})
-            for container in [*pod.get("initContainers", []), *pod.get("containers", [])]:
+            for container in pod.get("initContainers", []):
+                if container["name"] not in containers[rjob["name"]]:
+                    errors.append(
+                        "spec.runtimePatches: Invalid value: must not have initContainer that "
+                        f"doesn't exist in the runtime job {rjob['name']}"
+                    )
+            for container in pod.get("containers", []):
                 if container["name"] not in containers[rjob["name"]]:
                     errors.append(
                         "spec.runtimePatches: Invalid value: must not have container that "
                         f"doesn't exist in the runtime job {rjob['name']}"
                     )
-                elif container.get("env") and container["name"] == NODE:
+                elif container.get("env") and container["name"] in _NO_ENV_CONTAINERS:
                     errors.append(
                         "spec.runtimePatches: Invalid value: must not have envs for the "
                         "dataset-initializer, model-initializer, node containers"
