@@ -15,7 +15,10 @@ rows). Then, each run a process of its own, as a user would:
 4. days N-1 and N with a window of ``--small-window`` spans, in an output of
    their own: whether a day's cost grows with its window;
 5. one shot: the window's W spans' files in one folder, converted, analyzed
-   and trained whole.
+   and trained whole;
+6. the floor: day N+1 with a window of ``--small-window`` spans, after 4, on a
+   span of ``--floor-rows`` rows: what a day costs with next to no new data,
+   the part of a day that does not grow with its span.
 
 Prints each run's CPU (user + sys) and wall seconds, what day N read and
 analyzed, the drift flagged on days N-1 and N, and every model's accuracy
@@ -156,12 +159,17 @@ def main() -> None:
     parser.add_argument(
         "--small-window", type=int, default=3, help="the window day N is compared with"
     )
+    parser.add_argument(
+        "--floor-rows", type=int, default=1_000, help="rows of the floor's span, day N+1"
+    )
     parser.add_argument("--work", default="output/bench-daily-window")
     args = parser.parse_args()
     if not 1 < args.window < args.spans + 1:
         parser.error("--window must be between 2 and --spans")
     if not 1 < args.small_window < args.window:
         parser.error("--small-window must be between 2 and --window - 1")
+    if args.floor_rows < 1:
+        parser.error("--floor-rows must be at least 1")
     work = os.path.abspath(args.work)
     shutil.rmtree(work, ignore_errors=True)
     data = os.path.join(work, "events")
@@ -169,6 +177,7 @@ def main() -> None:
     last = args.spans
     for span in range(1, last + 1):
         _write_span(f"{data}/day-{span}/rows.csv", args.rows, span, shifted=span == last)
+    _write_span(f"{data}/day-{last + 1}/rows.csv", args.floor_rows, last + 1, shifted=False)
     window = range(last - args.window + 1, last + 1)
     one_shot_data = os.path.join(work, "one-shot")
     os.makedirs(one_shot_data)
@@ -188,6 +197,11 @@ def main() -> None:
          [*small, "--span", str(last - 1)], f"{work}/small-before.log")  # fmt: skip
     small_warm = _run(f"day {last}, window {args.small_window}, warm start",
                       [*small, "--span", str(last)], f"{work}/small-warm.log")  # fmt: skip
+    floor = _run(
+        f"day {last + 1}, window {args.small_window}, {args.floor_rows:,} rows (the floor)",
+        [*small, "--span", str(last + 1)],
+        f"{work}/floor.log",
+    )
     one_shot_output = os.path.join(work, "one-shot-output")
     one_shot = _run(
         f"one shot over spans {window[0]}-{window[-1]}",
@@ -200,6 +214,7 @@ def main() -> None:
         "warm": _summary(daily, warm["run_id"]),
         "cold": _summary(daily, cold["run_id"]),
         "small_warm": _summary(small_output, small_warm["run_id"]),
+        "floor": _summary(small_output, floor["run_id"]),
         "one_shot": _summary(one_shot_output, one_shot["run_id"]),
     }
     eval_files = sorted(
@@ -226,6 +241,7 @@ def main() -> None:
         ("warm", warm),
         ("cold", cold),
         ("small_warm", small_warm),
+        ("floor", floor),
         ("one_shot", one_shot),
     )
     for key, measured in runs:
@@ -239,6 +255,12 @@ def main() -> None:
         f"Day {last}, window {args.window} against window {args.small_window}: "
         f"{warm['cpu'] / small_warm['cpu']:.2f}x CPU, "
         f"{warm['wall'] / small_warm['wall']:.2f}x wall."
+    )
+    print(
+        f"Day {last + 1} of {args.floor_rows:,} rows (the floor): {floor['cpu']:.1f} CPU-s, "
+        f"{floor['cpu'] / one_shot['cpu']:.2f} of the one shot; day {last} of "
+        f"{args.rows:,} rows, window {args.small_window}: {small_warm['cpu'] - floor['cpu']:+.1f} "
+        f"CPU-s more."
     )
     if interval:
         (low, high), rows = interval
