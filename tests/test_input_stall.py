@@ -64,6 +64,43 @@ def test_a_slow_input_pipeline_reads_as_input_bound(tmp_path):
     assert {e["val_verdict"] for e in report["epochs"]} == {TOO_SHORT}
 
 
+def _train_graphs(log_dir) -> int:
+    """How many graphs Keras' TensorBoard callback wrote in LOG_DIR's train events."""
+    files = tf.io.gfile.glob(f"{log_dir}/train/events.out.tfevents.*")
+    return sum(
+        bool(event.graph_def) for f in files for event in tf.compat.v1.train.summary_iterator(f)
+    )
+
+
+@pytest.mark.parametrize("steps_per_execution", [1, 3])
+def test_one_or_several_steps_a_call_train_and_draw_their_graph(tmp_path, steps_per_execution):
+    # One step a call runs Keras' Python step function inside the stamped function, without
+    # AutoGraph; several loop over a tensor in Keras' own tf.function. Both must train,
+    # report and leave TensorBoard the graph it draws.
+    inputs = tf.keras.Input(shape=(WIDTH,), name="x")
+    model = InputStallModel(inputs=inputs, outputs=tf.keras.layers.Dense(1)(inputs))
+    model.compile(optimizer="sgd", loss="mse", steps_per_execution=steps_per_execution)
+    history = model.fit(
+        _batches(4).repeat(),
+        epochs=2,
+        steps_per_epoch=6,
+        validation_data=_batches(4).repeat(),
+        validation_steps=3,
+        # As the Trainer passes them: the report's batch hooks make Keras call the
+        # TensorBoard callback's, which draws the train function's graph.
+        callbacks=[
+            InputStallReport(str(tmp_path / "stall")),
+            tf.keras.callbacks.TensorBoard(log_dir=str(tmp_path / "logs"), write_graph=True),
+        ],
+        verbose=0,
+    )
+    assert int(model.optimizer.iterations.numpy()) == 12
+    assert len(history.history["input_stall"]) == 2
+    assert all(0 <= share <= 1 for share in history.history["val_input_stall"])
+    assert history.history["loss"][1] < history.history["loss"][0]
+    assert _train_graphs(tmp_path / "logs") == 1
+
+
 def _per_step(model: InputStallModel, steps: int) -> tuple[float, float]:
     """The last epoch's (step time, waiting) per step, as the metric summed them (from the
     second step on: the first one's wait is the pipeline's start)."""

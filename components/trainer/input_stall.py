@@ -204,7 +204,11 @@ class InputStallModel(tf.keras.Model):
     def make_train_function(self, force=False):
         if self.train_function is not None and not force:
             return self.train_function
-        self.train_function = self._stamped(super().make_train_function(force=True))
+        keras_function = super().make_train_function(force=True)
+        self.train_function = self._stamped(keras_function)
+        if self.train_function is not keras_function and not self.run_eagerly:
+            # Keras' TensorBoard callback draws this function's graph: the steps run in ours.
+            self.train_tf_function = self.train_function
         return self.train_function
 
     def make_test_function(self, force=False):
@@ -217,12 +221,28 @@ class InputStallModel(tf.keras.Model):
         if self._cluster_coordinator:
             return function  # Steps run on remote workers; there is no host wait to stamp.
 
+        steps = function
+        if self._one_step_a_call() and not self.run_eagerly:
+            # Keras' one-step function holds no Python control flow on tensors: traced as
+            # its Python function inside this one, AutoGraph does not convert Keras' step
+            # function and per-replica reduction, 0.7-1 of a day's 3 Trainer CPU-seconds
+            # (docs/benchmarks/daily-window.md). Several steps a call loop over a tensor:
+            # Keras' own tf.function, with AutoGraph, runs them.
+            steps = function.python_function
+
         def stamped_steps(iterator):
             self.input_stall.start_step()
-            return function(iterator)
+            return steps(iterator)
 
-        return (
-            stamped_steps if self.run_eagerly else tf.function(stamped_steps, reduce_retracing=True)
+        if self.run_eagerly:
+            return stamped_steps
+        return tf.function(stamped_steps, reduce_retracing=True, autograph=False)
+
+    def _one_step_a_call(self) -> bool:
+        """Whether Keras builds its train and test functions for one step a call: its own
+        test (tf_keras' ``make_train_function`` and ``make_test_function``)."""
+        return self._steps_per_execution is None or (
+            self._steps_per_execution.numpy().item() == 1 and not self.autotune_steps_per_execution
         )
 
     # Not converted by AutoGraph: the steps hold no Python control flow on tensors, and
