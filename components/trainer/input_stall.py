@@ -225,7 +225,7 @@ class InputStallModel(tf.keras.Model):
         if self._one_step_a_call() and not self.run_eagerly:
             # Keras' one-step function holds no Python control flow on tensors: traced as
             # its Python function inside this one, AutoGraph does not convert Keras' step
-            # function and per-replica reduction, 0.7-1 of a day's 3 Trainer CPU-seconds
+            # function and per-replica reduction, about 0.9 of a day's 3 Trainer CPU-seconds
             # (docs/benchmarks/daily-window.md). Several steps a call loop over a tensor:
             # Keras' own tf.function, with AutoGraph, runs them.
             steps = function.python_function
