@@ -42,11 +42,11 @@ from cluster_jobs import run_job
 from cluster_runs import (
     Cluster,
     InClusterApi,
-    ObjectStores,
     TaskRecord,
     new_claim,
     run_as_cluster,
 )
+from launcher_stores import ObjectStores
 from object_store_servers import authenticated_s3_server, gcs_server
 from tfx.types.artifact import Artifact
 

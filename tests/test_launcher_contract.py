@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 from cluster_jobs import run_job
-from cluster_runs import Cluster, ObjectStores, TaskFailed, new_claim, run_as_cluster
+from cluster_runs import Cluster, TaskFailed, new_claim, run_as_cluster
 from launcher_rules import BucketConfig, LauncherError, downloaded_path
+from launcher_stores import ObjectStores
 from object_store_servers import authenticated_s3_server
 
 from conftest import REPO_ROOT
