@@ -536,3 +536,31 @@ def test_every_path_a_task_is_given_is_on_a_volume_it_mounts_or_in_the_image(sha
                 path,
                 mounts,
             )
+
+
+@pytest.mark.parametrize("shape", sorted(SHIPPED))
+def test_no_two_tasks_that_can_run_at_once_mount_one_claim(shape, tmp_path):
+    """Issue 89, finding 5: Argo starts every ready task at once; two that mount one
+    ReadWriteOnce claim (k8s/'s serving claim) on two nodes would wait on each other's
+    Multi-Attach error. Read back as KFP's backend reads the PlatformSpec, every two tasks that
+    mount one claim run one after the other (``claim_order``); on bca8a10 the daily pipeline's
+    Pusher and RecordRun could run at once."""
+    from argo_schedule import check_claims
+
+    from tfrecord_pipelines.kubeflow import platform_spec
+
+    _two_days(tmp_path / "events")
+    output = tmp_path / f"{shape}.yaml"
+    settings = [s.format(events=tmp_path / "events", root=tmp_path) for s in SHIPPED[shape]]
+    result = compile_in_process(*settings, "--output", str(output))
+    assert result.returncode == 0, result.stderr
+    spec, document = yaml.safe_load_all(output.read_text())
+    placements = platform_spec.read_back(spec, document)
+
+    def claims_of(task):
+        placement = placements.get(platform_spec.executor_label(spec, task))
+        return [v.claim for v in placement.volumes] if placement else []
+
+    tasks = spec["root"]["dag"]["tasks"]
+    assert sum(bool(claims_of(task)) for task in tasks) >= 1
+    check_claims(tasks, claims_of)

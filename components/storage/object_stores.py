@@ -115,17 +115,27 @@ def run_entry_point(argv: Sequence[str], body: Callable[[], int | None]) -> int:
     Every entry point (the command line, the KFP components', the compiled
     pipeline's executor) goes through here: ``configure`` first, before
     TensorFlow is imported, then the status ``body`` returns or exits with is
-    recorded, the one a process given S3 ends with (see the module docstring).
+    recorded, the one a process given S3 ends with (see the module docstring). An
+    object store's refusal ends the process with one line naming what it refused
+    and its answer (``store_errors``), not the client's traceback.
 
     Returns:
       The status ``body`` returned (None is 0).
     """
+    from tfrecord_pipelines.components.storage.store_errors import store_answer
+
     configure(argv)
     try:
         status = body()
     except SystemExit as done:
         exit_status(done.code)
         raise
+    except Exception as e:
+        answer = store_answer(e)
+        if answer is None:
+            raise
+        print(f"error: {answer}", file=sys.stderr)
+        raise SystemExit(exit_status(1)) from None
     return exit_status(status)
 
 

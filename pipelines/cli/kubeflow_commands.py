@@ -22,11 +22,7 @@ from tfrecord_pipelines.cli.task_arguments import (
 from tfrecord_pipelines.cli.usage import UsageError
 from tfrecord_pipelines.components.daily.daily_state import default_state_dir
 from tfrecord_pipelines.components.example_gen.spark.session import KUBERNETES_IMAGE_CONF
-from tfrecord_pipelines.kubeflow.artifact_store import (
-    DEFAULT_ENDPOINT as DEFAULT_ARTIFACT_ENDPOINT,
-)
 from tfrecord_pipelines.kubeflow.artifact_store import DEFAULT_SECRET as DEFAULT_ARTIFACT_SECRET
-from tfrecord_pipelines.kubeflow.artifact_store import MINIO_ENDPOINT as MINIO_ARTIFACT_ENDPOINT
 
 # Where the image holds the project (docker/Dockerfile's WORKDIR), the bundled schemas and
 # the bundled data.
@@ -236,10 +232,12 @@ def _add_storage_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--artifact-endpoint",
-        default=DEFAULT_ARTIFACT_ENDPOINT,
-        help="the S3 endpoint of that pipeline root's store (default: "
-        f"{DEFAULT_ARTIFACT_ENDPOINT}, KFP 2.15 and later; KFP 2.4-2.14: "
-        f"{MINIO_ARTIFACT_ENDPOINT})",
+        default=None,
+        help="the S3 endpoint of that pipeline root's store (default: none compiled in; each "
+        "task reaches the store as KFP's launcher in its pod does: the session the launcher "
+        "recorded on its inputs, else the kfp-launcher ConfigMap's provider, else the "
+        "release's own, http://minio-service.kubeflow:9000 for KFP 2.4-2.15 and "
+        "http://seaweedfs.kubeflow:9000 from 2.16)",
     )
 
 

@@ -7,7 +7,8 @@ the pipeline root in MinIO or SeaweedFS (KFP's default,
 ``minio://mlpipeline/v2/artifacts``) a task reaches them itself,
 through S3, with the credentials KFP's own launcher uses: the
 ``mlpipeline-minio-artifact`` Secret's ``accesskey`` and ``secretkey``
-(backend/src/v2/config/env.go:41-44), and the store's endpoint; or those of the
+(backend/src/v2/config/env.go:41-44), and the store's endpoint, given at compile
+time or found at run time as the launcher finds it (``root_store``); or those of the
 Secret the namespace's ``kfp-launcher`` ConfigMap names (k8s/). They reach the pod
 under the project's own names (``object_stores.ARTIFACT_ENDPOINT``,
 ``ARTIFACT_KEYS``), which only the reading of those artifacts applies: the AWS
@@ -25,25 +26,22 @@ from tfrecord_pipelines.components.storage.object_stores import ARTIFACT_ENDPOIN
 DEFAULT_SECRET = "mlpipeline-minio-artifact"
 # The Secret's keys of KFP's own Secret: the access key's, the secret key's.
 DEFAULT_KEYS = ("accesskey", "secretkey")
-# KFP's object store Service since 2.15 (SeaweedFS; the launcher's own default from 2.16,
-# objectstore/config.go:29). KFP 2.4-2.14 serve MinIO at http://minio-service.kubeflow:9000,
-# which 2.15 still serves as an alias and 2.16 no longer does.
-DEFAULT_ENDPOINT = "http://seaweedfs.kubeflow:9000"
-# KFP 2.4-2.15's MinIO Service, for older clusters.
-MINIO_ENDPOINT = "http://minio-service.kubeflow:9000"
+# The example an endpoint's error names (KFP 2.16's store; root_store has each release's).
+EXAMPLE_ENDPOINT = "http://seaweedfs.kubeflow:9000"
 
 
 @dataclasses.dataclass(frozen=True)
 class ArtifactStoreAccess:
     """The Secret holding the store's keys (its name, and the names of its access key's and
-    secret key's entries), and the store's S3 endpoint."""
+    secret key's entries), and the store's S3 endpoint; None: each task finds it as the
+    launcher in its pod does (``root_store``), as no literal fits every KFP release."""
 
     secret: str = DEFAULT_SECRET
-    endpoint: str = DEFAULT_ENDPOINT
+    endpoint: str | None = None
     keys: tuple[str, str] = DEFAULT_KEYS
 
     @classmethod
-    def parse(cls, secret: str, endpoint: str) -> ArtifactStoreAccess:
+    def parse(cls, secret: str, endpoint: str | None) -> ArtifactStoreAccess:
         """From ``NAME`` (KFP's entry names) or ``NAME:ACCESS_KEY_ENTRY,SECRET_KEY_ENTRY``."""
         name, sep, entries = secret.partition(":")
         keys = tuple(entries.split(",")) if sep else DEFAULT_KEYS
@@ -56,9 +54,9 @@ class ArtifactStoreAccess:
         return cls(secret=name, endpoint=endpoint, keys=keys)
 
     def __post_init__(self):
-        if not self.endpoint.startswith(("http://", "https://")):
+        if self.endpoint is not None and not self.endpoint.startswith(("http://", "https://")):
             raise ValueError(
-                f"Artifact store endpoint {self.endpoint!r} must be a URL, e.g. {DEFAULT_ENDPOINT}."
+                f"Artifact store endpoint {self.endpoint!r} must be a URL, e.g. {EXAMPLE_ENDPOINT}."
             )
 
     def secret_env(self):
@@ -68,5 +66,5 @@ class ArtifactStoreAccess:
         return SecretEnv(self.secret, tuple(zip(self.keys, ARTIFACT_KEYS, strict=True)))
 
     def environment(self) -> dict[str, str]:
-        """The variables every container gets."""
-        return {ARTIFACT_ENDPOINT: self.endpoint}
+        """The variables every container gets: the endpoint, when compile was given one."""
+        return {ARTIFACT_ENDPOINT: self.endpoint} if self.endpoint else {}

@@ -42,6 +42,8 @@ entry point in the same process:
 - In the daily pipeline, ExampleGen's entry point gets the daily state
   (``--daily_state_dir``): a span whose files and settings an earlier run
   converted is handed on, not converted again (``conversion_reuse``).
+- The ``input_fingerprint`` parameter (``input_fingerprints``) is a value of KFP's cache
+  key alone, and is dropped before TFX reads the parameters.
 - The ``executor-logs`` output that the driver adds for published logs is
   hidden from TFX, which cannot import its ``system.Artifact`` type.
 - A TFJob's worker (``--tfjob_worker``: the Trainer's task, compiled with more than one
@@ -73,7 +75,12 @@ from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.daily import conversion_reuse
 from tfrecord_pipelines.components.storage import filesystem, launcher_copies, object_stores
 from tfrecord_pipelines.definition.beam_args import without_tfx_package
-from tfrecord_pipelines.kubeflow import examples_in_store, worker_template
+from tfrecord_pipelines.kubeflow import (
+    examples_in_store,
+    input_fingerprints,
+    root_store,
+    worker_template,
+)
 
 # The output the KFP driver adds when it publishes logs (driver provisionOutputs);
 # it is typed system.Artifact, which TFX cannot import.
@@ -442,6 +449,8 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
     executor_input = repair_executor_input(
         executor_input, inputs_spec, project_artifact_class_paths()
     )
+    # A value of KFP's cache key alone (input_fingerprints), which no TFX executor takes.
+    executor_input.inputs.parameter_values.pop(input_fingerprints.FINGERPRINT, None)
     endpoint = object_stores.artifact_store_endpoint()
     worker = getattr(args, worker_template.WORKER_FLAG, False)
     if worker:
@@ -528,6 +537,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     from absl import app
 
     argv = list(argv if argv is not None else sys.argv)
+    # Before the stores are configured: the root's store as the launcher reaches it.
+    root_store.apply(argv)
     object_stores.run_entry_point(argv, lambda: app.run(run, argv=argv, flags_parser=_parse_args))
 
 

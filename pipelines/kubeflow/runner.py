@@ -16,7 +16,12 @@ from tfrecord_pipelines.components.keys import EXAMPLE_GEN_ID, SPAN_WINDOW_ID, T
 from tfrecord_pipelines.components.storage import filesystem
 from tfrecord_pipelines.definition.config import PipelineConfig
 from tfrecord_pipelines.definition.pipeline import create_pipeline
-from tfrecord_pipelines.kubeflow import examples_in_store, task_paths
+from tfrecord_pipelines.kubeflow import (
+    claim_order,
+    examples_in_store,
+    input_fingerprints,
+    task_paths,
+)
 from tfrecord_pipelines.kubeflow.artifact_store import ArtifactStoreAccess
 from tfrecord_pipelines.kubeflow.kfp_executor import DAILY_STATE_FLAG
 from tfrecord_pipelines.kubeflow.platform_spec import TaskPlacement, VolumeMount, checked_document
@@ -93,13 +98,15 @@ def _with_spans(spec: dict, config: PipelineConfig, state_dir: str | None) -> No
 
 
 def _complete(output_file: str, config: PipelineConfig, state_dir: str | None) -> None:
-    """What TFX's compiler cannot write into the spec: examples handed on by reference, and,
-    for data in spans, the span's default and the daily state."""
+    """What TFX's compiler cannot write into the spec: examples handed on by reference; for
+    data in spans, the span's default and the daily state; and a cache key that follows the
+    files read by path (``input_fingerprints``)."""
     with filesystem.open_file(output_file) as f:
         spec = yaml.safe_load(f.read())
     _examples_by_reference(spec)
     if config.source.spans:
         _with_spans(spec, config, state_dir)
+    input_fingerprints.with_input_fingerprints(spec)
     with filesystem.open_file(output_file, "w") as f:
         f.write(yaml.safe_dump(spec, sort_keys=False))
 
@@ -231,8 +238,8 @@ def _pods(
     volumes: Sequence[VolumeMount],
     in_image: Sequence[str],
 ) -> dict[str, TaskPlacement]:
-    """Each task's placement with the volumes its paths need; refuses a path none holds,
-    removing the spec written so far."""
+    """Each task's placement with the volumes its paths need, the tasks that mount one claim
+    ordered (``claim_order``); refuses a path none holds, removing the spec written so far."""
     with filesystem.open_file(output_file) as f:
         spec = yaml.safe_load(f.read())
     placements = _with_volumes(spec, placements, volumes)
@@ -243,6 +250,10 @@ def _pods(
     except task_paths.UnreachablePathError:
         filesystem.remove(output_file)
         raise
+    claims = {task: [v.claim for v in p.volumes] for task, p in placements.items()}
+    claim_order.one_task_at_a_time(spec, claims)
+    with filesystem.open_file(output_file, "w") as f:
+        f.write(yaml.safe_dump(spec, sort_keys=False))
     return placements
 
 
