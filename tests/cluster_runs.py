@@ -29,23 +29,36 @@ What a pod of KFP open source gets, and nothing more, read in kubeflow/pipelines
   an administrator or the PlatformSpec asks): a claim is as a new volume is, its
   root folder owned by root with mode 0755 (``new_claim``), unless a Job of the
   cluster's prepared it (``cluster_jobs``).
+- Its output parameters read from the executor output, else from
+  ``/tmp/kfp/outputs/{name}`` (launcher_v2.go:484-515, driver/driver.go:785-789), and
+  handed to a later task's ``taskOutputParameter``.
+- KFP's cache (``kfp_cache``): a task with ``enableCache`` is looked up by the key
+  cache.go builds; a hit does not run and hands on the cached execution's artifacts and
+  parameters; a miss that succeeds makes an entry. ``Cluster.cache`` lives across runs.
 
 Wherever the launcher fails a task, the harness fails it with the launcher's words
 (``launcher_rules``): an input or output URI it cannot parse, an input object whose key
-has a ``..`` component, an upload outside the pipeline root's bucket, a metadata value ML
-Metadata cannot take. Outputs are
+has a ``..`` component, an upload outside the run's own folder ``{root}/{pipeline}/{run}``
+(the launcher's default bucket, launcher_v2.go:256-257 from metadata/client.go:294-303,
+420), a store's refusal of an upload or a download (launcher_v2.go:834, 974-999), an
+output parameter it cannot read, a metadata value ML Metadata cannot take. Outputs are
 recorded into a real ML Metadata store and read back for the next task as the
-driver reads them. A failed command's ``executor-logs`` are still uploaded
-(launcher_v2.go:449-456, 787-790).
+driver reads them. A failed command's ``executor-logs`` are still uploaded, and
+nothing else (launcher_v2.go:449-456, 786-790).
 
 Stand-ins, each named: podman runs a pod's container (``--network host``, for the
 object stores on 127.0.0.1); the PVC is a folder of this machine; ML Metadata runs in
-memory; every pod also gets ``cluster_environment``, which
-points the clients at the emulators, as a cluster's network routes them to the
-real service. Scheduling (node selectors, tolerations, resources) is the
-cluster's and is not imitated: every task runs here, one at a time, in the DAG's
-order. Placeholders other than ``{{$}}`` are refused: none of the project's
-pipelines uses one. Every pod gets ``KFP_POD_NAME`` and ``KFP_POD_UID`` as KFP's
+memory; every pod also gets ``cluster_environment``, which points the clients at the
+emulators, as a cluster's network routes them to the real service, and
+``Cluster.services``' names as the cluster's DNS resolves them. The launcher opens each
+bucket with the session its rules give it (``launcher_sessions``: the kfp-launcher
+ConfigMap's provider or the release's default for the root's bucket, the pod's
+environment for any other), each store with the keys it takes. Tasks start as Argo
+starts them (``argo_schedule``): every task whose dependencies succeeded at once, each
+pod on a node of its own, and a DAG in which two tasks that can run at once mount one
+ReadWriteOnce claim is refused. Placement (node selectors, tolerations, resources) is
+the cluster's and is not imitated. Placeholders other than ``{{$}}`` are refused: none
+of the project's pipelines uses one. Every pod gets ``KFP_POD_NAME`` and ``KFP_POD_UID`` as KFP's
 compiler gives them (compiler/argocompiler/common.go:42-56); with ``Cluster.kubernetes``,
 the API server's Service variables and the service account's files as Kubernetes
 gives every pod (``fake_k8s_api``; ``fake_tf_operator`` runs the TFJobs a task creates).
@@ -54,73 +67,39 @@ gives every pod (``fake_k8s_api``; ``fake_tf_operator`` runs the TFJobs a task c
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
 import time
+import urllib.parse
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
+from argo_schedule import run_dag
+from cluster_pods import LOCAL_PREFIXES, InClusterApi, local_path_for_uri, on_pod_disk
+from cluster_tasks import TaskFailed, TaskRecord
 from google.protobuf import json_format, struct_pb2
 from kfp.pipeline_spec import pipeline_spec_pb2
+from kfp_cache import Cache, CachedExecution, enabled, fingerprint
 from launcher_rules import (
     WORKSPACE_FLAG,
     BucketConfig,
     LauncherError,
     MetadataStore,
     check_input_buckets,
+    collect_output_parameters,
     input_key,
     merge_runtime_artifacts,
     output_key,
 )
+from launcher_sessions import S3Access, as_recorded, root_session, s3_access, session_for
 from launcher_stores import ObjectStores
 
 from component_image import chown_for_the_image, podman
 
-SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-# component/launcher_v2.go:1239-1253, LocalPathForURI.
-LOCAL_PREFIXES = {"gs://": "/gcs/", "minio://": "/minio/", "s3://": "/s3/"}
+# driver/driver.go:785-789: where a task writes an output parameter the executor output omits.
+PARAMETER_FOLDER = "/tmp/kfp/outputs"
 _LOG_OUTPUT = "executor-logs"
-
-
-class TaskFailed(RuntimeError):
-    """A task failed: its command exited non-zero, or the launcher refused it (the logs' or
-    the launcher's words are in the message)."""
-
-    def __init__(self, task: str, logs: str, log_uri: str | None = None) -> None:
-        # Without faulthandler's list of extension modules, which would fill the tail.
-        shown = "\n".join(x for x in logs.splitlines() if not x.startswith("Extension modules:"))
-        super().__init__(f"{task} failed:\n{shown[-4000:]}")
-        self.task = task
-        self.logs = logs
-        # Where the launcher uploaded the executor's logs (a failed command's too).
-        self.log_uri = log_uri
-
-
-@dataclasses.dataclass(frozen=True)
-class TaskRecord:
-    """One task as the launcher ran it."""
-
-    executor_input: pipeline_spec_pb2.ExecutorInput
-    # Each output as ML Metadata gives it back to a later task: name -> (uri, metadata).
-    outputs: dict[str, tuple[str, dict]]
-    # Each output's ML Metadata id, by name.
-    output_ids: dict[str, int]
-    logs: str
-    # What the launcher copied into the pod before the command: each file's path in the pod
-    # and bytes, and the seconds the copy took.
-    staged: tuple[tuple[str, int], ...]
-    staged_seconds: float
-    # The PVC mounts and secret variables the pod got.
-    mounts: tuple[str, ...]
-    secret_variables: tuple[str, ...]
-    # The task's wall seconds: the copies, the container, the uploads and the recording.
-    seconds: float = 0.0
-
-    @property
-    def staged_bytes(self) -> int:
-        return sum(size for _, size in self.staged)
 
 
 @dataclasses.dataclass
@@ -134,58 +113,22 @@ class Cluster:
     secrets: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
     cluster_environment: Mapping[str, str] = dataclasses.field(default_factory=dict)
     metadata: MetadataStore = dataclasses.field(default_factory=MetadataStore)
+    # KFP's cache (the API server's entries), across the cluster's runs; None: the runs are
+    # created with caching off, as KFP's "cache disabled" setting does.
+    cache: Cache | None = dataclasses.field(default_factory=Cache)
+    # The claims whose volumes many nodes may mount at once; every other is ReadWriteOnce, as
+    # k8s/'s serving claim is.
+    read_write_many: frozenset[str] = frozenset()
+    # The run's namespace's kfp-launcher ConfigMap (its data), if any; the KFP release, whose
+    # launcher has its own endpoint for a minio:// root (launcher_sessions.RELEASE_ENDPOINTS).
+    launcher_config: Mapping[str, str] | None = None
+    release: str = "2.16"
+    # The cluster's network: a service's host:port (or AWS's host) -> a server on 127.0.0.1.
+    # Pods resolve the host to the server's address (podman --add-host), on its own port.
+    services: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    namespace: str = "kubeflow-user-example-com"
     # The API server every pod reaches as its in-cluster configuration does, if any.
     kubernetes: InClusterApi | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class InClusterApi:
-    """An API server on 127.0.0.1 (``fake_k8s_api``, over HTTPS) and the service account
-    folder Kubernetes mounts in every pod (its namespace, token and CA)."""
-
-    port: int
-    service_account: Path
-
-    def pod_options(self) -> list[str]:
-        """What a pod of the cluster gets: the API server's Service variables (kubelet's) and
-        the service account's files."""
-        return [
-            "-e", "KUBERNETES_SERVICE_HOST=127.0.0.1", "-e", f"KUBERNETES_SERVICE_PORT={self.port}",
-            "-v", f"{self.service_account}:{SERVICE_ACCOUNT_DIR}:ro",
-        ]  # fmt: skip
-
-
-def new_claim(folder: Path) -> Path:
-    """A PersistentVolumeClaim's volume as a storage class makes it: its root folder owned by
-    root, mode 0755 (nothing in KFP's pod spec changes that: no fsGroup)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    os.chown(folder, 0, 0)
-    folder.chmod(0o755)
-    return folder
-
-
-def local_path_for_uri(uri: str) -> str | None:
-    """The launcher's local path for a URI (LocalPathForURI); None for another scheme."""
-    for remote, local in LOCAL_PREFIXES.items():
-        if uri.startswith(remote):
-            return local + uri[len(remote) :]
-    return None
-
-
-def _ordered_tasks(dag: Mapping) -> list[str]:
-    """The DAG's tasks, each after those it depends on (a cluster may run the rest at once)."""
-    tasks, done, order = dag["tasks"], set(), []
-    while len(order) < len(tasks):
-        ready = sorted(
-            name
-            for name, task in tasks.items()
-            if name not in done and set(task.get("dependentTasks", [])) <= done
-        )
-        if not ready:
-            raise ValueError(f"the DAG has a cycle among {sorted(set(tasks) - done)}")
-        order += ready
-        done |= set(ready)
-    return order
 
 
 def _struct(data: Mapping) -> struct_pb2.Struct:
@@ -197,7 +140,9 @@ def _struct(data: Mapping) -> struct_pb2.Struct:
 class _Run:
     """One run of a compiled pipeline: the driver's and launcher's work for each task."""
 
-    def __init__(self, package: Path, cluster: Cluster, pipeline_root: str, arguments: Mapping):
+    def __init__(
+        self, package: Path, cluster: Cluster, pipeline_root: str, arguments: Mapping, run_id: str
+    ):
         documents = list(yaml.safe_load_all(package.read_text()))
         self.spec = documents[0]
         platform = documents[1] if len(documents) > 1 else {}
@@ -206,10 +151,15 @@ class _Run:
             .get("executors", {})
         )  # fmt: skip
         self.cluster = cluster
-        self.root = BucketConfig.of_pipeline_root(pipeline_root)
-        run_id = uuid.uuid4().hex
-        # metadata/client.go:420: the run's root under the pipeline root.
-        self.run_root = f"{pipeline_root.rstrip('/')}/{self.spec['pipelineInfo']['name']}/{run_id}"
+        self.pipeline = self.spec["pipelineInfo"]["name"]
+        # metadata/client.go:420: the run's root under the pipeline root, which the launcher
+        # opens as its default bucket (launcher_v2.go:256-257, from the run's context,
+        # metadata/client.go:294-303): every output is uploaded under it.
+        self.run_root = f"{pipeline_root.rstrip('/')}/{self.pipeline}/{run_id}"
+        self.root = BucketConfig.of_pipeline_root(self.run_root)
+        # config/env.go:118-160: the run's session for its root, recorded on every output.
+        self.session = root_session(pipeline_root, cluster.launcher_config, cluster.release)
+        self.session_info = as_recorded(self.session)
         self.arguments = dict(arguments)
         self.records: dict[str, TaskRecord] = {}
 
@@ -222,6 +172,10 @@ class _Run:
             root_inputs = self.spec["root"].get("inputDefinitions", {}).get("parameters", {})
             given = self.arguments.get(name, root_inputs.get(name, {}).get("defaultValue"))
             json_format.ParseDict(given, value)
+        elif "taskOutputParameter" in spec:  # driver/resolve.go: the producer's output
+            source = spec["taskOutputParameter"]
+            value.CopyFrom(self.records[source["producerTask"]].parameters[
+                source["outputParameterKey"]])  # fmt: skip
         else:
             raise ValueError(f"parameter source {spec} is not one this harness follows")
         return value
@@ -255,6 +209,8 @@ class _Run:
             json_format.ParseDict(spec["artifactType"], artifact.type)
             if "metadata" in spec:
                 artifact.metadata.CopyFrom(_struct(spec["metadata"]))
+        for output in component.get("outputDefinitions", {}).get("parameters", {}):
+            outputs.parameters[output].output_file = f"{PARAMETER_FOLDER}/{output}"  # :785-789
         local_root = local_path_for_uri(task_root)
         outputs.output_file = f"{local_root}/output_metadata.json"  # driver/driver.go:795-800
         return outputs
@@ -268,37 +224,94 @@ class _Run:
         executor_input = pipeline_spec_pb2.ExecutorInput(
             inputs=self._inputs(task, component), outputs=self._outputs(name, component)
         )
+        key = self._cache_key(name, task, component, container, executor_input)
+        if key is not None:
+            cached = self.cluster.cache.look_up(self.pipeline, self.cluster.namespace, name, key)
+            if cached is not None:  # driver/container.go:217-240: the launcher never starts
+                outputs = {
+                    k: self.cluster.metadata.as_dict(i) for k, i in cached.output_ids.items()
+                }
+                return TaskRecord(
+                    executor_input, outputs, dict(cached.output_ids), "", (), 0.0, (), (),
+                    time.monotonic() - start, dict(cached.parameters), cached=True,
+                )  # fmt: skip
+        environment, secret_variables = self._pod_environment(name, label, container)
         try:
-            staged = self._stage_inputs(executor_input, pod_disk)
+            staged = self._stage_inputs(executor_input, pod_disk, environment)
         except LauncherError as e:
             raise TaskFailed(name, str(e)) from None
         for artifact_list in executor_input.outputs.artifacts.values():
             for artifact in artifact_list.artifacts:  # launcher_v2.go:1280-1307
-                host = _on_pod_disk(pod_disk, local_path_for_uri(artifact.uri))
+                host = on_pod_disk(pod_disk, local_path_for_uri(artifact.uri))
                 host.parent.mkdir(parents=True, exist_ok=True)
-        _on_pod_disk(pod_disk, executor_input.outputs.output_file).parent.mkdir(
+        on_pod_disk(pod_disk, executor_input.outputs.output_file).parent.mkdir(
             parents=True, exist_ok=True
         )
+        on_pod_disk(pod_disk, PARAMETER_FOLDER).mkdir(parents=True, exist_ok=True)
         # The image's /gcs, /minio and /s3 (its Dockerfile gives them to its user).
         chown_for_the_image(pod_disk)
-        mounts, secret_variables, logs, succeeded = self._run_container(
-            name, label, container, executor_input, pod_disk
+        mounts, logs, succeeded = self._run_container(
+            name, label, container, executor_input, pod_disk, environment
         )
         try:
-            recorded = self._upload_outputs(executor_input, pod_disk, succeeded)
+            parameters = {}
+            if succeeded:
+                parameters = collect_output_parameters(
+                    executor_input, component, lambda path: on_pod_disk(pod_disk, path)
+                )
+            recorded = self._upload_outputs(executor_input, pod_disk, succeeded, environment)
         except LauncherError as e:
             raise TaskFailed(name, f"{logs}\n{e}") from None
         if not succeeded:
             log_id = recorded.get(_LOG_OUTPUT)
             log_uri = self.cluster.metadata.read(log_id).uri if log_id else None
             raise TaskFailed(name, logs, log_uri)
+        if key is not None:  # launcher_v2.go:299-317: a task that looked up and missed
+            self.cluster.cache.add(
+                self.pipeline, self.cluster.namespace, key, CachedExecution(recorded, parameters)
+            )
         outputs = {key: self.cluster.metadata.as_dict(i) for key, i in recorded.items()}
         return TaskRecord(
             executor_input, outputs, recorded, logs, *staged, tuple(mounts),
-            tuple(secret_variables), time.monotonic() - start,
+            tuple(secret_variables), time.monotonic() - start, parameters,
         )  # fmt: skip
 
-    def _stage_inputs(self, executor_input, pod_disk: Path) -> tuple[tuple, float]:
+    def _access(self, uri: str, environment: Mapping[str, str]) -> S3Access | None:
+        """The session the launcher opens the URI's bucket with (``launcher_sessions``); None
+        for gs://, whose emulator takes no keys.
+
+        Raises:
+          LauncherError: a Secret or a store the session names that the cluster lacks.
+        """
+        if uri.startswith("gs://"):
+            return None
+        session = session_for(uri, self.root, self.session)
+        cluster = self.cluster
+        return s3_access(session, cluster.secrets, environment, cluster.services)
+
+    def claims_of(self, name: str) -> list[str]:
+        """The claims the task's pod mounts (its PlatformSpec's pvcMount)."""
+        component = self.spec["components"][
+            self.spec["root"]["dag"]["tasks"][name]["componentRef"]["name"]
+        ]
+        config = self.executors_k8s.get(component["executorLabel"], {})
+        return [
+            m["pvcNameParameter"]["runtimeValue"]["constant"] for m in config.get("pvcMount", [])
+        ]
+
+    def _cache_key(self, name, task, component, container, executor_input) -> str | None:
+        """The task's fingerprint when the driver looks it up (driver/cache.go:132-147), else
+        None: caching off for the task, or for the run."""
+        if self.cluster.cache is None or not enabled(task):
+            return None
+        claims = self.claims_of(name)
+        types = {
+            name: spec["parameterType"]
+            for name, spec in component.get("outputDefinitions", {}).get("parameters", {}).items()
+        }
+        return fingerprint(task, container, executor_input, types, claims)
+
+    def _stage_inputs(self, executor_input, pod_disk: Path, environment) -> tuple[tuple, float]:
         """downloadArtifacts (component/launcher_v2.go:927-1003): every input artifact of a
         known scheme, whole, after every input's bucket is parsed (fetchNonDefaultBuckets).
 
@@ -319,8 +332,9 @@ class _Run:
                 input_key(name, artifact.uri, self.root)
                 try:
                     written = self.cluster.stores.download(
-                        artifact.uri, _on_pod_disk(pod_disk, local)
-                    )
+                        artifact.uri, on_pod_disk(pod_disk, local),
+                        self._access(artifact.uri, environment),
+                    )  # fmt: skip
                 except LauncherError as e:  # launcher_v2.go:974-976, 997-999: copyErr
                     raise LauncherError(
                         f"failed to download input artifact {name!r} from remote storage URI "
@@ -329,35 +343,19 @@ class _Run:
                 staged += [(f"/{p.relative_to(pod_disk).as_posix()}", n) for p, n in written]
         return tuple(staged), time.monotonic() - start
 
-    def _run_container(self, name, label, container, executor_input, pod_disk: Path):
+    def _pod_environment(self, name: str, label: str, container: Mapping) -> tuple[dict, list]:
+        """The pod's variables (the cluster's, KFP's, the container's and its Secrets'), and
+        the names of those from Secrets.
+
+        Raises:
+          TaskFailed: a Secret the cluster does not hold (the pod never starts).
+        """
         config = self.executors_k8s.get(label, {})
-        arguments = [*container.get("command", []), *container.get("args", [])]
-        text = json_format.MessageToJson(executor_input, indent=None)
-        for argument in arguments:
-            if "{{$" in argument and argument != "{{$}}":
-                raise ValueError(
-                    f"{name}: placeholder {argument!r} is not one this harness follows"
-                )
-        arguments = [text if a == "{{$}}" else a for a in arguments]
-        options = ["run", "--rm", "--network", "host"]
-        for prefix in LOCAL_PREFIXES.values():
-            folder = pod_disk / prefix.strip("/")
-            folder.mkdir(exist_ok=True)
-            options += ["-v", f"{folder}:{prefix.rstrip('/')}"]
-        mounts = []
-        for mount in config.get("pvcMount", []):
-            claim = mount["pvcNameParameter"]["runtimeValue"]["constant"]
-            if claim not in self.cluster.claims:
-                raise TaskFailed(name, f"PersistentVolumeClaim {claim!r} not found (pod Pending)")
-            options += ["-v", f"{self.cluster.claims[claim]}:{mount['mountPath']}"]
-            mounts.append(f"{claim}:{mount['mountPath']}")
         environment = dict(self.cluster.cluster_environment)
         # compiler/argocompiler/common.go:42-56: every executor pod's name and uid, by fieldRef.
         pod = f"{self.spec['pipelineInfo']['name']}-{uuid.uuid4().hex[:5]}-system-container-impl"
         environment.update(KFP_POD_NAME=f"{pod}-{uuid.uuid4().int % 10**10}",
                            KFP_POD_UID=str(uuid.uuid4()))  # fmt: skip
-        if self.cluster.kubernetes:
-            options += self.cluster.kubernetes.pod_options()
         for variable in container.get("env", []):
             environment[variable["name"]] = variable["value"]
         secret_variables = []
@@ -370,17 +368,48 @@ class _Run:
             for pair in secret["keyToEnv"]:
                 environment[pair["envVar"]] = self.cluster.secrets[secret_name][pair["secretKey"]]
                 secret_variables.append(pair["envVar"])
+        return environment, secret_variables
+
+    def _run_container(self, name, label, container, executor_input, pod_disk, environment):
+        config = self.executors_k8s.get(label, {})
+        arguments = [*container.get("command", []), *container.get("args", [])]
+        text = json_format.MessageToJson(executor_input, indent=None)
+        for argument in arguments:
+            if "{{$" in argument and argument != "{{$}}":
+                raise ValueError(
+                    f"{name}: placeholder {argument!r} is not one this harness follows"
+                )
+        arguments = [text if a == "{{$}}" else a for a in arguments]
+        options = ["run", "--rm", "--network", "host"]
+        options += ["-v", f"{on_pod_disk(pod_disk, PARAMETER_FOLDER)}:{PARAMETER_FOLDER}"]
+        for prefix in LOCAL_PREFIXES.values():
+            folder = pod_disk / prefix.strip("/")
+            folder.mkdir(exist_ok=True)
+            options += ["-v", f"{folder}:{prefix.rstrip('/')}"]
+        mounts = []
+        for mount in config.get("pvcMount", []):
+            claim = mount["pvcNameParameter"]["runtimeValue"]["constant"]
+            if claim not in self.cluster.claims:
+                raise TaskFailed(name, f"PersistentVolumeClaim {claim!r} not found (pod Pending)")
+            options += ["-v", f"{self.cluster.claims[claim]}:{mount['mountPath']}"]
+            mounts.append(f"{claim}:{mount['mountPath']}")
+        if self.cluster.kubernetes:
+            options += self.cluster.kubernetes.pod_options()
+        for host, url in self.cluster.services.items():  # the cluster's DNS
+            options += ["--add-host", f"{host.split(':')[0]}:{urllib.parse.urlsplit(url).hostname}"]
         for key, value in environment.items():
             options += ["-e", f"{key}={value}"]
         ran = podman(*options, container["image"], *arguments)
         logs = ran.stdout + ran.stderr
         # The launcher's own log output (launcher_v2.go:632-655), uploaded with the others.
         log_uri = executor_input.outputs.artifacts[_LOG_OUTPUT].artifacts[0].uri
-        log_file = _on_pod_disk(pod_disk, local_path_for_uri(log_uri))
+        log_file = on_pod_disk(pod_disk, local_path_for_uri(log_uri))
         log_file.write_text(logs)
-        return mounts, secret_variables, logs, ran.returncode == 0
+        return mounts, logs, ran.returncode == 0
 
-    def _upload_outputs(self, executor_input, pod_disk: Path, succeeded: bool) -> dict[str, int]:
+    def _upload_outputs(
+        self, executor_input, pod_disk: Path, succeeded: bool, environment
+    ) -> dict[str, int]:
         """uploadOutputArtifacts (launcher_v2.go:778-855): each output merged with the
         executor output, uploaded under the pipeline root, and recorded in ML Metadata; after
         a failed command, the executor's logs alone (launcher_v2.go:449-456, 787-790).
@@ -392,7 +421,7 @@ class _Run:
           LauncherError: an upload outside the root's bucket, a value ML Metadata refuses.
         """
         written = pipeline_spec_pb2.ExecutorOutput()
-        output_file = _on_pod_disk(pod_disk, executor_input.outputs.output_file)
+        output_file = on_pod_disk(pod_disk, executor_input.outputs.output_file)
         if succeeded and output_file.exists():  # launcher_v2.go:1213-1221: none is empty
             json_format.Parse(output_file.read_text(), written)
         recorded = {}
@@ -409,17 +438,21 @@ class _Run:
                     continue
             else:
                 output_key(name, artifact.uri, self.root)
-                if _on_pod_disk(pod_disk, local).exists():
-                    self.cluster.stores.upload(_on_pod_disk(pod_disk, local), artifact.uri)
-                elif name == _LOG_OUTPUT:  # launcher_v2.go:827-834
-                    continue
-            recorded[name] = self.cluster.metadata.record(name, artifact)
+                try:
+                    self.cluster.stores.upload(
+                        on_pod_disk(pod_disk, local), artifact.uri,
+                        self._access(artifact.uri, environment),
+                    )  # fmt: skip
+                except FileNotFoundError:  # launcher_v2.go:824-834: no file is no error
+                    if name == _LOG_OUTPUT:
+                        continue
+                except LauncherError as e:  # launcher_v2.go:834
+                    raise LauncherError(
+                        f"failed to upload output artifact {name!r} to remote storage URI "
+                        f"{artifact.uri!r}: {e}"
+                    ) from None
+            recorded[name] = self.cluster.metadata.record(name, artifact, self.session_info)
         return recorded
-
-
-def _on_pod_disk(pod_disk: Path, local_path: str) -> Path:
-    """Where a path of the pod's /gcs, /minio or /s3 lies on this machine."""
-    return pod_disk / local_path.lstrip("/")
 
 
 def run_as_cluster(
@@ -428,6 +461,7 @@ def run_as_cluster(
     pipeline_root: str,
     scratch: Path,
     arguments: Mapping[str, str] | None = None,
+    run_id: str | None = None,
 ) -> dict[str, TaskRecord]:
     """Runs every task of a compiled pipeline as KFP's driver and launcher would in a cluster.
 
@@ -437,19 +471,29 @@ def run_as_cluster(
       pipeline_root: gs://, minio:// or s3:// URI the run's outputs go under.
       scratch: a folder for the pods' own disks, each removed when its task ends.
       arguments: the run's pipeline parameters; None: their defaults.
+      run_id: the run's id, its folder's name under the pipeline's; None: a new uuid, as
+        the API server gives.
 
     Returns:
       Each task's record, by task name.
 
     Raises:
-      TaskFailed: when a task's command fails; the tasks after it do not run.
+      TaskFailed: when a task's command fails; the tasks after it do not run, those
+        running then run to their end (``argo_schedule``).
+      MultiAttachError: two tasks that can run at once mount one ReadWriteOnce claim.
     """
-    run = _Run(package, cluster, pipeline_root, arguments or {})
-    for name in _ordered_tasks(run.spec["root"]["dag"]):
+    run = _Run(package, cluster, pipeline_root, arguments or {}, run_id or uuid.uuid4().hex)
+
+    def start(name: str) -> TaskRecord:
         pod_disk = scratch / f"pod-{uuid.uuid4().hex[:8]}"
         pod_disk.mkdir(parents=True)
         try:
-            run.records[name] = run.run_task(name, pod_disk)
+            record = run.run_task(name, pod_disk)
         finally:
             shutil.rmtree(pod_disk, ignore_errors=True)
+        run.records[name] = record
+        return record
+
+    tasks = run.spec["root"]["dag"]["tasks"]
+    run_dag(tasks, start, run.claims_of, cluster.read_write_many)
     return run.records

@@ -9,6 +9,8 @@ rule). Wherever the launcher fails a task, these fail with its message:
 - an input object whose key has a ``..`` component (``objectstore/object_store.go:146-148``);
 - an output uploaded outside the pipeline root's bucket and prefix
   (``KeyFromURI``, ``objectstore/config.go:101-112``; ``launcher_v2.go:820-823``);
+- an output parameter in neither the executor output nor its file
+  (``component/launcher_v2.go:484-515``);
 - an output's metadata value ML Metadata cannot take: a null
   (``metadata/converter.go:138-170``, called at ``metadata/client.go:1215``).
 
@@ -27,6 +29,9 @@ import dataclasses
 import json
 import posixpath
 import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
 
 import yaml
 from google.protobuf import json_format, struct_pb2
@@ -177,6 +182,57 @@ def merge_runtime_artifacts(
         target.metadata.fields[key].CopyFrom(value)
 
 
+def collect_output_parameters(
+    executor_input: pipeline_spec_pb2.ExecutorInput,
+    component: dict,
+    on_pod_disk: Callable[[str], Path],
+) -> dict[str, struct_pb2.Value]:
+    """collectOutputParameters (launcher_v2.go:484-515): each output parameter from the
+    executor output, else from its file (``TextToPbValue``).
+
+    Args:
+      executor_input: the task's, its outputs' files named.
+      component: the task's component spec (its output parameters' types).
+      on_pod_disk: where a path of the pod lies on this machine.
+
+    Raises:
+      LauncherError: a parameter in neither, in the launcher's words.
+    """
+    written = pipeline_spec_pb2.ExecutorOutput()
+    output_file = on_pod_disk(executor_input.outputs.output_file)
+    if output_file.exists():
+        json_format.Parse(output_file.read_text(), written, ignore_unknown_fields=True)
+    found = {}
+    for name, parameter in executor_input.outputs.parameters.items():
+        if name in written.parameter_values:
+            found[name] = written.parameter_values[name]
+            continue
+        kind = component["outputDefinitions"]["parameters"][name]["parameterType"]
+        path = on_pod_disk(parameter.output_file)
+        if not path.exists():
+            raise LauncherError(
+                f"failed to read output parameter name={name!r} type={kind!r} "
+                f"path={parameter.output_file!r}: open {parameter.output_file}: no such file "
+                "or directory"
+            )
+        found[name] = _text_to_value(path.read_text(), kind)
+    return found
+
+
+def _text_to_value(text: str, kind: str) -> struct_pb2.Value:
+    """metadata.TextToPbValue: a parameter file's text as its type's value."""
+    value = struct_pb2.Value()
+    if kind == "STRING":
+        value.string_value = text
+    elif kind in ("NUMBER_INTEGER", "NUMBER_DOUBLE"):
+        value.number_value = float(text)
+    elif kind == "BOOLEAN":
+        value.bool_value = text.strip() == "true"
+    else:
+        json_format.Parse(text, value)
+    return value
+
+
 def _mlmd_value(value: struct_pb2.Value) -> metadata_store_pb2.Value:
     """StructValueToMLMDValue (metadata/converter.go:138-170)."""
     kind = value.WhichOneof("kind")
@@ -242,8 +298,15 @@ class MetadataStore:
         config.fake_database.SetInParent()
         self._store = metadata_store.MetadataStore(config)
         self._session_info = json.dumps(session_info)
+        # Tasks run at once (argo_schedule): one call into the store at a time.
+        self._lock = threading.Lock()
 
-    def record(self, name: str, artifact: pipeline_spec_pb2.RuntimeArtifact) -> int:
+    def record(
+        self,
+        name: str,
+        artifact: pipeline_spec_pb2.RuntimeArtifact,
+        session_info: str | None = None,
+    ) -> int:
         """RecordArtifact (metadata/client.go:1214-1274); returns the artifact's id.
 
         Raises:
@@ -261,17 +324,22 @@ class MetadataStore:
         if "display_name" not in recorded.custom_properties:
             recorded.custom_properties["display_name"].string_value = name
         if "store_session_info" not in recorded.custom_properties:
-            recorded.custom_properties["store_session_info"].string_value = self._session_info
-        recorded.type_id = self._store.put_artifact_type(
-            metadata_store_pb2.ArtifactType(name=_type_name(artifact.type))
-        )
-        [artifact_id] = self._store.put_artifacts([recorded])
+            recorded.custom_properties["store_session_info"].string_value = (
+                session_info or self._session_info
+            )
+        type_name = _type_name(artifact.type)
+        with self._lock:
+            recorded.type_id = self._store.put_artifact_type(
+                metadata_store_pb2.ArtifactType(name=type_name)
+            )
+            [artifact_id] = self._store.put_artifacts([recorded])
         return artifact_id
 
     def read(self, artifact_id: int) -> pipeline_spec_pb2.RuntimeArtifact:
         """An artifact as the driver hands it to a task that reads it (OutputArtifact's
         ToRuntimeArtifact, metadata/client.go:245-261): no type, its id as its name."""
-        [stored] = self._store.get_artifacts_by_id([artifact_id])
+        with self._lock:
+            [stored] = self._store.get_artifacts_by_id([artifact_id])
         artifact = pipeline_spec_pb2.RuntimeArtifact(name=str(stored.id), uri=stored.uri)
         artifact.type.instance_schema = ""
         for properties in (stored.properties, stored.custom_properties):

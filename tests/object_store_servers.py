@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import platform
+import random
 import re
 import subprocess
 import sys
@@ -110,27 +111,38 @@ _ALL_OF_S3 = {"Version": "2012-10-17",
 
 
 @contextlib.contextmanager
-def authenticated_s3_server(buckets: Path) -> Iterator[tuple[str, tuple[str, str]]]:
+def authenticated_s3_server(
+    buckets: Path, port: int | None = None
+) -> Iterator[tuple[str, tuple[str, str]]]:
     """moto's S3 server holding ``buckets``, checking every request's key and signature as S3
     and MinIO do (moto's INITIAL_NO_AUTH_ACTION_COUNT: its first actions make an IAM user
     allowed all of S3). Yields the URL and that user's (access key id, secret key); any
-    other key is refused (InvalidAccessKeyId), and so is a wrong secret."""
-    with _moto(buckets, _SETUP_ACTIONS) as served:
+    other key is refused (InvalidAccessKeyId), and so is a wrong secret. With ``port``
+    (a Service's, such as KFP's 9000), on an address of the loopback of its own, so that
+    pods given that address for the Service's name reach it on the Service's port."""
+    host = (
+        "127.0.0.1"
+        if port is None
+        else f"127.{random.randint(1, 254)}.{random.randint(1, 254)}.{random.randint(2, 254)}"
+    )
+    with _moto(buckets, _SETUP_ACTIONS, host, port) as served:
         yield served
 
 
 @contextlib.contextmanager
-def _moto(buckets: Path, no_auth_actions: int | None) -> Iterator[tuple[str, tuple[str, str]]]:
+def _moto(
+    buckets: Path, no_auth_actions: int | None, host: str = "127.0.0.1", port: int | None = None
+) -> Iterator[tuple[str, tuple[str, str]]]:
     import boto3
 
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    port = port or free_port()
+    url = f"http://{host}:{port}"
     region = S3_TEST_KEYS["AWS_DEFAULT_REGION"]
     keys = (S3_TEST_KEYS["AWS_ACCESS_KEY_ID"], S3_TEST_KEYS["AWS_SECRET_ACCESS_KEY"])
     environment = dict(os.environ)
     if no_auth_actions is not None:
         environment["INITIAL_NO_AUTH_ACTION_COUNT"] = str(no_auth_actions)
-    with _serving([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+    with _serving([sys.executable, "-m", "moto.server", "-H", host, "-p", str(port)],
                   f"{url}/moto-api/", environment=environment):  # fmt: skip
         if no_auth_actions is not None:
             iam = boto3.client("iam", endpoint_url=url, aws_access_key_id=keys[0],

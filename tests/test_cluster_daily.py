@@ -39,13 +39,10 @@ from pathlib import Path
 
 import pytest
 from cluster_jobs import run_job
-from cluster_runs import (
-    Cluster,
-    InClusterApi,
-    TaskRecord,
-    new_claim,
-    run_as_cluster,
-)
+from cluster_pods import InClusterApi, new_claim
+from cluster_runs import Cluster, run_as_cluster
+from cluster_tasks import TaskRecord
+from launcher_sessions import RELEASE_ENDPOINTS
 from launcher_stores import ObjectStores
 from object_store_servers import authenticated_s3_server, gcs_server
 from tfx.types.artifact import Artifact
@@ -168,7 +165,10 @@ def clusters(servers, tmp_path_factory, component_image) -> dict[str, Days]:
     server = FakeK8sServer(api, in_cluster=account)
     operator = FakeTFOperator(api, folder, {SERVING_PVC: claim}, secrets, network)
     kubernetes = InClusterApi(server.port, account.folder)
-    cluster = Cluster(stores, {SERVING_PVC: claim}, secrets, network, kubernetes=kubernetes)
+    cluster = Cluster(
+        stores, {SERVING_PVC: claim}, secrets, network, kubernetes=kubernetes,
+        services={RELEASE_ENDPOINTS["2.16"]: s3_url},
+    )  # fmt: skip
     try:
         runs = _days(package, cluster, MINIO_ROOT, folder)
     finally:

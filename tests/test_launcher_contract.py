@@ -10,13 +10,17 @@ verbatim, gave claims to the image's user, and dropped a failed command's logs.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 from cluster_jobs import run_job
-from cluster_runs import Cluster, TaskFailed, new_claim, run_as_cluster
+from cluster_pods import new_claim
+from cluster_runs import Cluster, run_as_cluster
+from cluster_tasks import TaskFailed
 from launcher_rules import BucketConfig, LauncherError, downloaded_path
+from launcher_sessions import RELEASE_ENDPOINTS, root_session, s3_access, session_for
 from launcher_stores import ObjectStores
 from object_store_servers import authenticated_s3_server
 
@@ -25,6 +29,7 @@ from conftest import REPO_ROOT
 pytestmark = pytest.mark.image
 
 ROOT = "minio://mlpipeline/v2/artifacts"
+MINIO_SECRET = "mlpipeline-minio-artifact"
 CLAIM = "tfrecord-pipelines-serving"
 MOUNT = "/pipeline/serving_model"
 # The producer's command: writes a file at its output's local path, then the executor output
@@ -34,9 +39,13 @@ import json, os, sys
 executor_input = json.loads(sys.argv[1])
 settings = json.loads(sys.argv[2])
 [out] = executor_input["outputs"]["artifacts"]["out"]["artifacts"]
-local = "/minio/" + out["uri"][len("minio://"):]
+scheme, rest = out["uri"].split("://", 1)
+local = "/" + {"gs": "gcs"}.get(scheme, scheme) + "/" + rest
 os.makedirs(os.path.dirname(local), exist_ok=True)
-open(local, "w").write("the data\\n")
+if not settings.get("no_file"):
+    open(local, "w").write(settings.get("data", "the data") + "\\n")
+for name, parameter in executor_input["outputs"].get("parameters", {}).items():
+    open(parameter["outputFile"], "w").write(settings["parameter"])
 if settings.get("write_to"):
     open(settings["write_to"], "w").write("a model\\n")
 print("producer ran")
@@ -67,8 +76,11 @@ def store(tmp_path_factory):
         yield ObjectStores(s3_url=url, s3_keys=keys)
 
 
-def _package(folder: Path, image: str, settings: dict, mount: bool = False) -> Path:
-    """A two-task pipeline: the producer, as ``settings`` ask, then its consumer."""
+def _package(
+    folder: Path, image: str, settings: dict, mount: bool = False, cache: bool = False
+) -> Path:
+    """A two-task pipeline: the producer, as ``settings`` ask, then its consumer; with
+    ``cache``, both cached, and the producer's output parameter in the consumer's key."""
     spec = {
         "pipelineInfo": {"name": "contract"},
         "root": {"dag": {"tasks": {
@@ -93,6 +105,8 @@ def _package(folder: Path, image: str, settings: dict, mount: bool = False) -> P
                                             "args": ["{{$}}"]}},
         }},
     }  # fmt: skip
+    if cache:
+        _cached(spec)
     documents = [spec]
     if mount:
         pvc = {"pvcNameParameter": {"runtimeValue": {"constant": CLAIM}}, "mountPath": MOUNT}
@@ -103,11 +117,42 @@ def _package(folder: Path, image: str, settings: dict, mount: bool = False) -> P
     return package
 
 
-def _run(tmp_path, store, image, settings, claims=None, mount=False):
+def _cluster(store: ObjectStores, claims=None) -> Cluster:
+    """KFP's defaults: the launcher reaches the MinIO root at its release's Service, with KFP's
+    Secret."""
+    keys = store.s3_keys
+    return Cluster(
+        store, claims or {}, {MINIO_SECRET: {"accesskey": keys[0], "secretkey": keys[1]}},
+        services={RELEASE_ENDPOINTS["2.16"]: store.s3_url},
+    )  # fmt: skip
+
+
+def _cached(spec: dict) -> None:
+    """Both tasks cached; the producer has an output parameter, which the consumer takes."""
+    tasks, components = spec["root"]["dag"]["tasks"], spec["components"]
+    for task in tasks.values():
+        task["cachingOptions"] = {"enableCache": True}
+    components["comp-producer"]["outputDefinitions"]["parameters"] = {
+        "version": {"parameterType": "STRING"}
+    }
+    components["comp-consumer"]["inputDefinitions"]["parameters"] = {
+        "version": {"parameterType": "STRING"}
+    }
+    tasks["consumer"]["inputs"]["parameters"] = {
+        "version": {
+            "taskOutputParameter": {"producerTask": "producer", "outputParameterKey": "version"}
+        }
+    }
+
+
+def _run(
+    tmp_path, store, image, settings, claims=None, mount=False, cluster=None, cache=False,
+    run_id=None, root=ROOT,
+):  # fmt: skip
     tmp_path.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster(store, claims or {})
-    package = _package(tmp_path, image, settings, mount)
-    return cluster, run_as_cluster(package, cluster, ROOT, tmp_path)
+    cluster = cluster or _cluster(store, claims)
+    package = _package(tmp_path, image, settings, mount, cache)
+    return cluster, run_as_cluster(package, cluster, root, tmp_path, run_id=run_id)
 
 
 def _given(records) -> dict:
@@ -149,7 +194,76 @@ def test_an_output_outside_the_roots_bucket_fails_the_task(tmp_path, store, comp
     # Finding 2: the launcher uploads only under the pipeline root's bucket and prefix.
     with pytest.raises(TaskFailed, match="failed to upload output artifact 'out'") as e:
         _run(tmp_path, store, component_image, {"uri": "minio://other/out"})
-    assert "does not have expected bucket prefix 'minio://mlpipeline/v2/artifacts'" in str(e.value)
+    assert "does not have expected bucket prefix 'minio://mlpipeline/v2/artifacts/contract/" in (
+        str(e.value)
+    )
+
+
+def test_an_output_in_another_runs_folder_fails_the_task(tmp_path, store, component_image):
+    # Issue 89, finding 2: the launcher's default bucket is the run's own folder,
+    # {root}/{pipeline}/{run} (launcher_v2.go:256-257, metadata/client.go:420): under the
+    # pipeline root but in another run's folder is refused too.
+    with pytest.raises(TaskFailed, match="failed to upload output artifact 'out'") as e:
+        _run(tmp_path, store, component_image, {"uri": f"{ROOT}/contract/another-run/out"})
+    [prefix] = re.findall(r"expected bucket prefix '([^']+)'", str(e.value))
+    assert prefix.startswith(f"{ROOT}/contract/") and prefix != f"{ROOT}/contract/another-run"
+
+
+def test_a_store_that_refuses_fails_the_task_naming_the_uri_and_its_answer(
+    tmp_path, store, component_image
+):
+    # Issue 89, finding 6: a missing bucket is the launcher's one line, not a client's traceback.
+    root = "minio://no-such-bucket/v2/artifacts"
+    with pytest.raises(TaskFailed, match="failed to upload output artifact '") as e:
+        _run(tmp_path, store, component_image, {}, root=root)
+    [line] = [x for x in str(e.value).splitlines() if "failed to upload" in x]
+    assert f"to remote storage URI '{root}/contract/" in line
+    assert "NoSuchBucket: The specified bucket does not exist" in line
+    assert "Traceback" not in str(e.value)
+
+
+def test_after_a_failed_command_only_the_executor_logs_are_uploaded(
+    tmp_path, store, component_image
+):
+    # Issue 89, finding 7: launcher_v2.go:786-790 uploads and records executor-logs alone
+    # after a failed command, though the producer wrote its output's file first.
+    with pytest.raises(TaskFailed) as e:
+        _run(tmp_path, store, component_image, {"fail": True})
+    task_root = e.value.log_uri.rsplit("/", 1)[0]
+    assert store.names(task_root) == ["executor-logs"]
+
+
+def test_an_output_whose_local_path_is_missing_is_recorded_not_uploaded(
+    tmp_path, store, component_image
+):
+    # Issue 89, finding 7: UploadBlob's os.ErrNotExist is skipped (launcher_v2.go:824-834)
+    # and the output is recorded: the next task is handed it, with nothing under its key.
+    _, records = _run(tmp_path, store, component_image, {"no_file": True})
+    given = _given(records)
+    out_uri, _ = records["producer"].outputs["out"]
+    assert given["uri"] == out_uri
+    assert store.names(out_uri) == [] and not records["consumer"].staged
+
+
+def test_a_rerun_hits_kfps_cache_until_an_upstream_parameter_changes(
+    tmp_path, store, component_image
+):
+    # Issue 89, finding 1: KFP's cache keyed as cache.go keys it. Unchanged, both tasks are
+    # hits, handed the first run's artifact ids and output parameter; the producer's
+    # arguments changed, it runs, and the consumer, given a new artifact id and parameter.
+    cluster = _cluster(store)
+    settings = {"parameter": "v1"}
+    _, first = _run(tmp_path / "1", store, component_image, settings, cluster=cluster, cache=True)
+    _, again = _run(tmp_path / "2", store, component_image, settings, cluster=cluster, cache=True)
+    assert [first[t].cached for t in ("producer", "consumer")] == [False, False]
+    assert [again[t].cached for t in ("producer", "consumer")] == [True, True]
+    assert again["producer"].output_ids == first["producer"].output_ids
+    assert again["consumer"].executor_input.inputs.parameter_values["version"].string_value == "v1"
+    changed = {"parameter": "v2", "data": "other data"}
+    _, third = _run(tmp_path / "3", store, component_image, changed, cluster=cluster, cache=True)
+    assert [third[t].cached for t in ("producer", "consumer")] == [False, False]
+    assert third["consumer"].executor_input.inputs.parameter_values["version"].string_value == "v2"
+    assert "other data" in store.read_text(third["producer"].outputs["out"][0])
 
 
 def test_an_input_object_whose_key_climbs_out_fails_the_download(tmp_path, store, component_image):
@@ -160,7 +274,7 @@ def test_an_input_object_whose_key_climbs_out_fails_the_download(tmp_path, store
     planted.write_text("outside the input's folder\n")
     store.upload(planted, f"{out}/../evil")
     with pytest.raises(TaskFailed, match="failed to download input artifact 'data'") as e:
-        _run(tmp_path / "run", store, component_image, {"uri": out})
+        _run(tmp_path / "run", store, component_image, {"uri": out}, run_id="dots")
     assert e.value.task == "consumer"
     assert "contains '..' component" in str(e.value)
 
@@ -223,3 +337,100 @@ def test_a_listed_key_with_a_dot_dot_component_is_refused_only_under_the_prefix(
 def test_an_unsupported_root_is_refused():
     with pytest.raises(LauncherError, match="unsupported Cloud bucket"):
         BucketConfig.of_pipeline_root("file:///tmp/root")
+
+
+# k8s/'s kfp-launcher ConfigMap: an s3:// root in AWS, reached with its own Secret.
+SHIPPED_LAUNCHER = REPO_ROOT / "k8s" / "base" / "kfp-launcher.yaml"
+SHIPPED_SECRET = "tfrecord-pipelines-s3-credentials"
+
+
+@pytest.fixture(scope="module")
+def two_stores(tmp_path_factory):
+    """Two S3 stores, each taking only its own keys: the shipped root's bucket in the first
+    (AWS, for the launcher's config), a data bucket in the second (the pod's own)."""
+    root_buckets, data_buckets = tmp_path_factory.mktemp("aws"), tmp_path_factory.mktemp("data")
+    (root_buckets / "tfrecord-pipelines").mkdir()
+    (root_buckets / "tfrecord-pipelines" / "README").write_text("the pipeline root\n")
+    (data_buckets / "lake").mkdir()
+    (data_buckets / "lake" / "README").write_text("the data\n")
+    with authenticated_s3_server(root_buckets) as aws, authenticated_s3_server(data_buckets) as own:
+        yield aws, own
+
+
+def _shipped_cluster(aws, own, secret_keys) -> Cluster:
+    """The shipped ConfigMap, its Secret holding ``secret_keys``, AWS's endpoint routed to the
+    first store; every pod's own S3 settings the second store's."""
+    config = yaml.safe_load(SHIPPED_LAUNCHER.read_text())
+    secrets = {}
+    if secret_keys:
+        secrets[SHIPPED_SECRET] = {
+            "AWS_ACCESS_KEY_ID": secret_keys[0], "AWS_SECRET_ACCESS_KEY": secret_keys[1]
+        }  # fmt: skip
+    pods = {"AWS_ENDPOINT_URL": own[0], "AWS_ACCESS_KEY_ID": own[1][0],
+            "AWS_SECRET_ACCESS_KEY": own[1][1]}  # fmt: skip
+    return Cluster(
+        ObjectStores(s3_url=aws[0], s3_keys=aws[1]), {}, secrets, pods,
+        launcher_config=config["data"], services={"s3.amazonaws.com": aws[0]},
+    )  # fmt: skip
+
+
+def test_the_shipped_launcher_config_opens_the_root_with_its_secret_not_the_pods(
+    tmp_path, two_stores, component_image
+):
+    # Issue 89, finding 3: the ConfigMap's provider session goes to the root's bucket alone
+    # (config/env.go:118-160, launcher_v2.go:1026-1038); the pods' own keys are another
+    # store's, which the root's store refuses.
+    aws, own = two_stores
+    cluster = _shipped_cluster(aws, own, aws[1])
+    root = yaml.safe_load(SHIPPED_LAUNCHER.read_text())["data"]["defaultPipelineRoot"]
+    package = _package(tmp_path, component_image, {})
+    records = run_as_cluster(package, cluster, root, tmp_path)
+    out_uri, metadata = records["producer"].outputs["out"]
+    assert out_uri.startswith(f"{root}/contract/")
+    assert "the data" in cluster.stores.read_text(out_uri)
+    session = json.loads(metadata["store_session_info"])
+    assert session["Provider"] == "s3"
+    assert session["Params"]["secretName"] == SHIPPED_SECRET
+    assert session["Params"]["endpoint"] == "s3.amazonaws.com"
+
+
+@pytest.mark.parametrize("keys, refusal", [
+    (None, "failed to get Bucket credentials from secret name='tfrecord-pipelines-s3-credentials'"),
+    ("the pod's", "InvalidAccessKeyId"),
+])  # fmt: skip
+def test_the_roots_session_with_a_missing_secret_or_another_stores_keys_fails(
+    tmp_path, two_stores, component_image, keys, refusal
+):
+    aws, own = two_stores
+    cluster = _shipped_cluster(aws, own, own[1] if keys else None)
+    root = yaml.safe_load(SHIPPED_LAUNCHER.read_text())["data"]["defaultPipelineRoot"]
+    with pytest.raises(TaskFailed, match="failed to upload output artifact") as e:
+        run_as_cluster(_package(tmp_path, component_image, {}), cluster, root, tmp_path)
+    assert refusal in str(e.value)
+
+
+def test_each_bucket_gets_the_session_the_launcher_gives_it():
+    # launcher_v2.go:1026-1038: the root's scheme and bucket, any prefix, get its session.
+    root = BucketConfig.of_pipeline_root("minio://mlpipeline/v2/artifacts/p/run")
+    session = root_session("minio://mlpipeline/v2/artifacts", None, "2.16")
+    assert session_for("minio://mlpipeline/other-run/x", root, session) is session
+    assert session_for("s3://mlpipeline/x", root, session) is None
+    assert session_for("minio://another/x", root, session) is None
+
+
+@pytest.mark.parametrize("release, endpoint", [
+    ("2.14", "minio-service.kubeflow:9000"), ("2.15", "minio-service.kubeflow:9000"),
+    ("2.16", "seaweedfs.kubeflow:9000"),
+])  # fmt: skip
+def test_a_minio_root_without_a_provider_gets_its_releases_endpoint(release, endpoint):
+    # config/env.go:177-193 and objectstore/config.go at each release's tag.
+    params = root_session("minio://mlpipeline/v2/artifacts", {}, release)["Params"]
+    assert (params["endpoint"], params["secretName"]) == (endpoint, "mlpipeline-minio-artifact")
+    assert root_session("s3://b/root", {}, release)["Params"] == {"fromEnv": "true"}
+
+
+def test_a_store_the_clusters_network_cannot_resolve_fails_as_dns_fails():
+    session = root_session("minio://mlpipeline/v2/artifacts", None, "2.15")
+    with pytest.raises(LauncherError, match="lookup minio-service.kubeflow: no such host"):
+        s3_access(session, {"mlpipeline-minio-artifact": {"accesskey": "a", "secretkey": "b"}},
+                  {}, {"seaweedfs.kubeflow:9000": "http://127.0.0.1:1"})  # fmt: skip
