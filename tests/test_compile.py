@@ -14,7 +14,9 @@ from tfrecord_pipelines.cli.data_service import KUBERNETES_DISPATCHER
 from tfrecord_pipelines.components.private_api.kfp_private import load_pipeline_file
 
 # The pipeline's components, then the task that writes the run report.
-EXPECTED_TASKS = {*PIPELINE_COMPONENTS, "Reporter"}
+EXPECTED_TASKS = {*PIPELINE_COMPONENTS, "Reporter", "InputFingerprints"}
+# The fingerprint task's executor (input_fingerprints), which runs no TFX executor.
+FINGERPRINTS = "InputFingerprints_executor"
 SPARK_ON_KUBERNETES = "k8s://https://kubernetes.default.svc:443"
 
 
@@ -88,6 +90,9 @@ def test_components_run_in_the_given_images_with_the_project_entry_points(compil
     spec = _pipeline_spec(compiled)
     executors = spec["deploymentSpec"]["executors"]
     containers = {label: e["container"] for label, e in executors.items()}
+    assert containers.pop(FINGERPRINTS)["command"] == [
+        "python", "-m", "tfrecord_pipelines.kubeflow.fingerprint_task"
+    ]  # fmt: skip
     assert containers["Trainer_executor"]["image"] == "registry.example/tp:1-gpu"
     assert {c["image"] for label, c in containers.items() if label != "Trainer_executor"} == {
         "registry.example/tp:1"
@@ -105,15 +110,25 @@ def test_components_run_in_the_given_images_with_the_project_entry_points(compil
     assert "tfrecord_pipelines.components.trainer.run.run_fn" in str(trainer)
 
 
-def test_every_task_reaches_the_roots_store_without_a_window(compiled):
+def test_every_task_reaches_the_roots_store_without_a_window(compiled, tmp_path):
     # ExampleGen writes its examples into the store and each reader reads them there, in the
-    # one-shot pipeline as in the daily one: every task gets the store's Secret and endpoint.
+    # one-shot pipeline as in the daily one: every task gets the store's Secret. No endpoint
+    # is compiled in unless given (issue 89, finding 4: no one literal fits every release;
+    # each task finds it as the launcher does, root_store).
     platform = _platform_executors(compiled)
     for label, executor in _pipeline_spec(compiled)["deploymentSpec"]["executors"].items():
         [secret] = platform[label]["secretAsEnv"]
         assert secret["secretName"] == "mlpipeline-minio-artifact", label
-        names = {v["name"] for v in executor["container"]["env"]}
-        assert "TFRECORD_PIPELINES_ARTIFACT_ENDPOINT" in names, label
+        names = {v["name"] for v in executor["container"].get("env", [])}
+        assert "TFRECORD_PIPELINES_ARTIFACT_ENDPOINT" not in names, label
+    output = tmp_path / "given.yaml"
+    given = compile_in_process(
+        "--artifact-endpoint", "http://minio.store:9000", "--output", str(output)
+    )
+    assert given.returncode == 0, given.stderr
+    for label, executor in _pipeline_spec(output)["deploymentSpec"]["executors"].items():
+        env = {v["name"]: v["value"] for v in executor["container"]["env"]}
+        assert env["TFRECORD_PIPELINES_ARTIFACT_ENDPOINT"] == "http://minio.store:9000", label
 
 
 def test_compile_rejects_a_non_yaml_output(tmp_path):
@@ -255,8 +270,11 @@ def test_image_pipeline_with_a_module_file_compiles_for_pods(tmp_path, repo_root
         executor: [m["mountPath"] for m in config.get("pvcMount", [])]
         for executor, config in platforms["deploymentSpec"]["executors"].items()
     }
-    # Mounted where a path under it is given: the Trainer, which imports the module file.
-    assert [e for e, paths in mounted.items() if str(tmp_path) in paths] == ["Trainer_executor"]
+    # Mounted where a path under it is given: the Trainer, which imports the module file, and
+    # InputFingerprints, which fingerprints it for the Trainer's cache key.
+    assert sorted(e for e, paths in mounted.items() if str(tmp_path) in paths) == [
+        FINGERPRINTS, "Trainer_executor"
+    ]  # fmt: skip
     spec = _pipeline_spec(output)
     tasks = spec["root"]["dag"]["tasks"]
 
@@ -296,14 +314,20 @@ def _caching(spec: dict) -> dict[str, bool]:
 
 
 def test_every_task_caches_by_default(compiled):
-    assert _caching(_pipeline_spec(compiled)) == dict.fromkeys(EXPECTED_TASKS, True)
+    # But the fingerprint task, which reads what a path holds now (input_fingerprints).
+    assert _caching(_pipeline_spec(compiled)) == {
+        **dict.fromkeys(EXPECTED_TASKS, True),
+        "InputFingerprints": False,
+    }
 
 
 def test_no_cache_turns_caching_off_for_every_task(tmp_path):
     output = tmp_path / "uncached.yaml"
     result = compile_in_process("--output", str(output), "--no-cache", "--gpus", "0")
     assert result.returncode == 0, result.stderr
-    assert _caching(_pipeline_spec(output)) == dict.fromkeys(EXPECTED_TASKS, False)
+    assert _caching(_pipeline_spec(output)) == dict.fromkeys(
+        EXPECTED_TASKS - {"InputFingerprints"}, False
+    )
 
 
 def test_trainer_reads_through_the_data_service_it_was_compiled_with(compiled):
@@ -460,15 +484,11 @@ def test_every_task_that_keeps_the_daily_state_mounts_its_volume(tmp_path):
         ]  # fmt: skip
     spec = _pipeline_spec(output)
     for executor in spec["deploymentSpec"]["executors"].values():
-        env = executor["container"]["env"]
-        # KFP 2.15 and later serve the store as seaweedfs (2.16 and later only so).
-        assert env == [
-            {
-                "name": "TFRECORD_PIPELINES_ARTIFACT_ENDPOINT",
-                "value": "http://seaweedfs.kubeflow:9000",
-            }
-        ]
-        assert not {v["name"] for v in env} & {"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"}
+        env = executor["container"].get("env", [])
+        # No endpoint compiled in: each task finds it as the launcher does (root_store).
+        assert not {v["name"] for v in env} & {
+            "TFRECORD_PIPELINES_ARTIFACT_ENDPOINT", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"
+        }  # fmt: skip
 
 
 def test_a_path_no_volume_holds_is_refused_naming_the_task(tmp_path):
