@@ -112,26 +112,34 @@ _ALL_OF_S3 = {"Version": "2012-10-17",
 
 @contextlib.contextmanager
 def authenticated_s3_server(
-    buckets: Path, port: int | None = None
+    buckets: Path, service: str | None = None
 ) -> Iterator[tuple[str, tuple[str, str]]]:
     """moto's S3 server holding ``buckets``, checking every request's key and signature as S3
     and MinIO do (moto's INITIAL_NO_AUTH_ACTION_COUNT: its first actions make an IAM user
     allowed all of S3). Yields the URL and that user's (access key id, secret key); any
-    other key is refused (InvalidAccessKeyId), and so is a wrong secret. With ``port``
-    (a Service's, such as KFP's 9000), on an address of the loopback of its own, so that
-    pods given that address for the Service's name reach it on the Service's port."""
-    host = (
-        "127.0.0.1"
-        if port is None
-        else f"127.{random.randint(1, 254)}.{random.randint(1, 254)}.{random.randint(2, 254)}"
-    )
-    with _moto(buckets, _SETUP_ACTIONS, host, port) as served:
+    other key is refused (InvalidAccessKeyId), and so is a wrong secret.
+
+    With ``service`` (a cluster Service's ``name:port``, such as KFP's
+    ``seaweedfs.kubeflow:9000``), on that port of a loopback address of its own, so that a
+    pod given that address for the name reaches it as in the cluster, and taking requests
+    to that name by path, as MinIO and SeaweedFS do (moto would read ``seaweedfs`` as a
+    bucket: MOTO_S3_CUSTOM_ENDPOINTS)."""
+    host, port, environment = "127.0.0.1", None, {}
+    if service is not None:
+        port = int(service.rsplit(":", 1)[1])
+        host = ".".join(["127", *(str(random.randint(1, 254)) for _ in range(3))])
+        environment["MOTO_S3_CUSTOM_ENDPOINTS"] = f"http://{service}"
+    with _moto(buckets, _SETUP_ACTIONS, host, port, environment) as served:
         yield served
 
 
 @contextlib.contextmanager
 def _moto(
-    buckets: Path, no_auth_actions: int | None, host: str = "127.0.0.1", port: int | None = None
+    buckets: Path,
+    no_auth_actions: int | None,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    settings: dict[str, str] | None = None,
 ) -> Iterator[tuple[str, tuple[str, str]]]:
     import boto3
 
@@ -139,7 +147,7 @@ def _moto(
     url = f"http://{host}:{port}"
     region = S3_TEST_KEYS["AWS_DEFAULT_REGION"]
     keys = (S3_TEST_KEYS["AWS_ACCESS_KEY_ID"], S3_TEST_KEYS["AWS_SECRET_ACCESS_KEY"])
-    environment = dict(os.environ)
+    environment = {**os.environ, **(settings or {})}
     if no_auth_actions is not None:
         environment["INITIAL_NO_AUTH_ACTION_COUNT"] = str(no_auth_actions)
     with _serving([sys.executable, "-m", "moto.server", "-H", host, "-p", str(port)],

@@ -66,8 +66,7 @@ def runs(tmp_path_factory, component_image, docker_api):
     package = folder / "penguins.yaml"
     # KFP 2.16's store: its Service's name and port, which the compiled pipeline does not name.
     service = RELEASE_ENDPOINTS["2.16"]
-    port = int(service.rsplit(":", 1)[1])
-    with gcs_server(buckets) as gcs_url, authenticated_s3_server(s3, port) as (s3_url, keys):
+    with gcs_server(buckets) as gcs_url, authenticated_s3_server(s3, service) as (s3_url, keys):
         compiled = run_cli(
             "compile", "--data", DATA, "--schema", SCHEMA, "--label", "species",
             "--train-steps", "20", "--min-accuracy", "0", "--serving-dir", "gs://models/serving",

@@ -530,12 +530,10 @@ SHIPPED = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("shape", sorted(SHIPPED))
-def test_every_path_a_task_is_given_is_on_a_volume_it_mounts_or_in_the_image(shape, tmp_path):
-    """Issue 63: read back as KFP's backend reads the PlatformSpec, every local path each task
-    is given (parameters, their JSON, its container's arguments) is under a volume its pod
-    mounts, or in the image (/app)."""
-    from tfrecord_pipelines.kubeflow import platform_spec, task_paths
+def _shipped(shape: str, tmp_path):
+    """The compiled spec of a SHIPPED shape, and its placements read back as KFP's backend
+    reads the PlatformSpec, by executor label."""
+    from tfrecord_pipelines.kubeflow import platform_spec
 
     _two_days(tmp_path / "events")
     output = tmp_path / f"{shape}.yaml"
@@ -543,7 +541,17 @@ def test_every_path_a_task_is_given_is_on_a_volume_it_mounts_or_in_the_image(sha
     result = compile_in_process(*settings, "--output", str(output))
     assert result.returncode == 0, result.stderr
     spec, document = yaml.safe_load_all(output.read_text())
-    placements = platform_spec.read_back(spec, document)
+    return spec, platform_spec.read_back(spec, document)
+
+
+@pytest.mark.parametrize("shape", sorted(SHIPPED))
+def test_every_path_a_task_is_given_is_on_a_volume_it_mounts_or_in_the_image(shape, tmp_path):
+    """Issue 63: read back as KFP's backend reads the PlatformSpec, every local path each task
+    is given (parameters, their JSON, its container's arguments) is under a volume its pod
+    mounts, or in the image (/app)."""
+    from tfrecord_pipelines.kubeflow import platform_spec, task_paths
+
+    spec, placements = _shipped(shape, tmp_path)
     paths = task_paths.local_paths(spec)
     assert any(paths.values()), paths
     for task, given in paths.items():
@@ -569,13 +577,7 @@ def test_no_two_tasks_that_can_run_at_once_mount_one_claim(shape, tmp_path):
 
     from tfrecord_pipelines.kubeflow import platform_spec
 
-    _two_days(tmp_path / "events")
-    output = tmp_path / f"{shape}.yaml"
-    settings = [s.format(events=tmp_path / "events", root=tmp_path) for s in SHIPPED[shape]]
-    result = compile_in_process(*settings, "--output", str(output))
-    assert result.returncode == 0, result.stderr
-    spec, document = yaml.safe_load_all(output.read_text())
-    placements = platform_spec.read_back(spec, document)
+    spec, placements = _shipped(shape, tmp_path)
 
     def claims_of(task):
         placement = placements.get(platform_spec.executor_label(spec, task))

@@ -43,6 +43,7 @@ from component_image import chown_for_the_image, podman
 from conftest import PIPELINE_COMPONENTS, REPO_ROOT, compile_in_process
 from kfp_ui_layout import check_confusion_matrix
 from report_browser import load_as_kfp_ui_shows
+from tfrecord_pipelines.kubeflow import input_fingerprints
 
 pytestmark = [pytest.mark.e2e, pytest.mark.image]
 
@@ -214,7 +215,13 @@ def _input_uri(record: TaskRecord, name: str) -> Path:
 
 def test_every_task_ran_once_through_the_entry_point_and_wrote_every_output(dag, component_image):
     spec, records, _, _ = dag
-    assert set(records) == set(TASKS)
+    # And the fingerprint task (input_fingerprints), which hands ImportSchemaGen the schema
+    # file's digest for KFP's cache key: a parameter, which kfp.local passes on too.
+    assert set(records) == {*TASKS, input_fingerprints.TASK}
+    fingerprint = _executor_output(records[input_fingerprints.TASK]).parameter_values
+    given = records["ImportSchemaGen"].executor_input.inputs.parameter_values
+    assert given[input_fingerprints.FINGERPRINT] == fingerprint["ImportSchemaGen"]
+    assert fingerprint["ImportSchemaGen"].string_value.startswith("schema_file=sha256:")
     for task in TASKS:
         container = spec.deployment_spec["executors"][spec.components[task].executor_label]
         assert container["container"]["image"] == component_image
