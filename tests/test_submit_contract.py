@@ -21,7 +21,7 @@ import yaml
 
 from conftest import run_cli
 from fake_kfp_api import API, FakeKfpApi, FakeKfpServer
-from tfrecord_pipelines.kubeflow import package, submit
+from tfrecord_pipelines.kubeflow import input_fingerprints, package, submit
 
 ROOT = "gs://bucket/root"
 
@@ -293,11 +293,14 @@ def test_cli_no_cache_with_a_package_runs_it_uncached(
     ((spec, _),) = api.received_specs
     tasks = spec["root"]["dag"]["tasks"]
     assert tasks and not any(t.get("cachingOptions", {}).get("enableCache") for t in tasks.values())
-    # The package itself still caches; only this run does not.
+    # The package itself still caches, but the fingerprint task (input_fingerprints), which
+    # never does; only this run does not.
     (package_spec, *_) = _load_docs(compiled_submission.package)
-    assert all(
-        t["cachingOptions"]["enableCache"] for t in package_spec["root"]["dag"]["tasks"].values()
-    )
+    assert {
+        name
+        for name, t in package_spec["root"]["dag"]["tasks"].items()
+        if not t["cachingOptions"].get("enableCache")
+    } == {input_fingerprints.TASK}
 
 
 def test_cli_no_cache_with_a_package_to_upload_is_a_usage_error(

@@ -118,6 +118,8 @@ def _add_task(spec: dict, inputs: Mapping, outputs: Mapping, image: str) -> None
         "inputs": {
             "parameters": {name: copy.deepcopy(source) for name, (source, _) in inputs.items()}
         },
-        # What it reads changes between runs with the same parameters.
-        "cachingOptions": {"enableCache": False},
+        # Never cached: what it reads changes between runs with the same parameters. Written
+        # as KFP's compiler writes it (proto3 leaves a false enableCache out), so that the
+        # spec kfp.Client sends is the file, field for field.
+        "cachingOptions": {},
     }
