@@ -94,7 +94,8 @@ def from_config_map(data: Mapping[str, str], scheme: str) -> str | None:
     provider = providers.get(scheme) or {}
     default = provider.get("default") or {}
     params = {"endpoint": default.get("endpoint", "")}
-    params["disableSSL"] = str(default.get("disableSSL", scheme == "minio"))
+    # config/s3.go (the minio provider's too): disableSSL false unless set.
+    params["disableSSL"] = str(default.get("disableSSL", False))
     params["fromEnv"] = str((default.get("credentials") or {}).get("fromEnv", False))
     return _url(params)
 
