@@ -66,7 +66,9 @@ def root_session(pipeline_root: str, launcher_config: Mapping | None, release: s
     providers = yaml.safe_load((launcher_config or {}).get("providers") or "{}") or {}
     provider = providers.get(scheme) or {}
     default = provider.get("default")
-    if scheme == "gs" or default is None:
+    # s3.go: no provider at all (neither default nor Overrides) is the built-in session; one
+    # with Overrides alone lacks the default's credentials.
+    if scheme == "gs" or (default is None and not provider.get("Overrides")):
         if scheme == "minio":  # getDefaultMinioSessionInfo
             params = {
                 "region": "minio", "endpoint": RELEASE_ENDPOINTS[release], "disableSSL": "true",
@@ -75,7 +77,7 @@ def root_session(pipeline_root: str, launcher_config: Mapping | None, release: s
             }  # fmt: skip
             return {"Provider": "minio", "Params": params}
         return {"Provider": scheme, "Params": {"fromEnv": "true"}}
-    credentials = default.get("credentials")
+    credentials = (default or {}).get("credentials")
     if credentials is None:
         raise LauncherError("invalid provider config: missing default credentials")
     params = {

@@ -434,3 +434,13 @@ def test_a_store_the_clusters_network_cannot_resolve_fails_as_dns_fails():
     with pytest.raises(LauncherError, match="lookup minio-service.kubeflow: no such host"):
         s3_access(session, {"mlpipeline-minio-artifact": {"accesskey": "a", "secretkey": "b"}},
                   {}, {"seaweedfs.kubeflow:9000": "http://127.0.0.1:1"})  # fmt: skip
+
+
+def test_a_provider_with_overrides_and_no_default_is_refused_as_s3_go_refuses_it():
+    # config/s3.go ProvideSessionInfo: a provider with Overrides needs the default's credentials.
+    config = {"providers": yaml.safe_dump({"s3": {"Overrides": [{"bucketName": "b"}]}})}
+    with pytest.raises(LauncherError, match="invalid provider config: missing default credentials"):
+        root_session("s3://b/root", config, "2.16")
+    assert root_session("s3://b/root", {"providers": "s3: {}"}, "2.16")["Params"] == {
+        "fromEnv": "true"
+    }
