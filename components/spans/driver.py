@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from tfx.components.example_gen import driver, utils
+from tfx.components.example_gen import driver, input_processor, utils
 from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.utils import proto_utils
 
@@ -64,6 +64,37 @@ def missing_span_error(exec_properties: dict[str, Any]) -> ValueError:
         f"Span {span} is missing: nothing matches {os.path.join(base, filled)}; "
         "the run stops rather than train on earlier data again."
     )
+
+
+def input_fingerprint(exec_properties: dict[str, Any]) -> str:
+    """TFX's input fingerprint of the span ExampleGen will convert (the one its file-based
+    driver computes before a cache look-up), with the span and version it resolves.
+
+    Raises:
+      ValueError: in one line, when the span asked for, or a split's files, are not there.
+    """
+    asked = request_span(exec_properties)
+    input_config = example_gen_pb2.Input()
+    proto_utils.json_to_proto(asked[keys.INPUT_CONFIG_KEY], input_config)
+    range_config = None
+    if asked.get(keys.RANGE_CONFIG_KEY):
+        range_config = range_config_pb2.RangeConfig()
+        proto_utils.json_to_proto(asked[keys.RANGE_CONFIG_KEY], range_config)
+    processor = input_processor.FileBasedInputProcessor(
+        asked[keys.INPUT_BASE_KEY], input_config.splits, range_config
+    )
+    try:
+        span, version = processor.resolve_span_and_version()
+        fingerprint = processor.get_input_fingerprint(span, version)
+    except ValueError as e:
+        if is_missing_span(e):
+            raise missing_span_error(asked) from None
+        raise
+    for split in input_config.splits:
+        if f"split:{split.name},num_files:0," in fingerprint:
+            pattern = processor.get_pattern_for_span_version(split.pattern, span, version)
+            raise ValueError(f"nothing matches {asked[keys.INPUT_BASE_KEY].rstrip('/')}/{pattern}.")
+    return f"span:{span},version:{version},{fingerprint}"
 
 
 class SpanDriver(driver.FileBasedDriver):

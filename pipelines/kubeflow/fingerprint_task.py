@@ -22,47 +22,6 @@ from tfrecord_pipelines.kubeflow.input_fingerprints import (
 )
 
 
-def _example_gen_fingerprint(parameters: Mapping[str, str]) -> str:
-    """TFX's input fingerprint of the span ExampleGen will convert."""
-    from tfx.components.example_gen import input_processor
-    from tfx.proto import example_gen_pb2, range_config_pb2
-    from tfx.utils import proto_utils
-
-    from tfrecord_pipelines.components.keys import (
-        INPUT_BASE_KEY,
-        INPUT_CONFIG_KEY,
-        RANGE_CONFIG_KEY,
-    )
-    from tfrecord_pipelines.components.spans.driver import (
-        is_missing_span,
-        missing_span_error,
-        request_span,
-    )
-
-    asked = request_span(dict(parameters))
-    input_config = example_gen_pb2.Input()
-    proto_utils.json_to_proto(asked[INPUT_CONFIG_KEY], input_config)
-    range_config = None
-    if asked.get(RANGE_CONFIG_KEY):
-        range_config = range_config_pb2.RangeConfig()
-        proto_utils.json_to_proto(asked[RANGE_CONFIG_KEY], range_config)
-    processor = input_processor.FileBasedInputProcessor(
-        asked[INPUT_BASE_KEY], input_config.splits, range_config
-    )
-    try:
-        span, version = processor.resolve_span_and_version()
-        fingerprint = processor.get_input_fingerprint(span, version)
-    except ValueError as e:
-        if is_missing_span(e):
-            raise missing_span_error(asked) from None
-        raise
-    for split in input_config.splits:
-        if f"split:{split.name},num_files:0," in fingerprint:
-            pattern = processor.get_pattern_for_span_version(split.pattern, span, version)
-            raise ValueError(f"nothing matches {asked[INPUT_BASE_KEY].rstrip('/')}/{pattern}.")
-    return f"span:{span},version:{version},{fingerprint}"
-
-
 def _file_fingerprint(path: str) -> str:
     """The SHA-256 of a file's bytes."""
     from tfrecord_pipelines.components.storage import filesystem
@@ -90,7 +49,9 @@ def fingerprints(parameters: Mapping[str, str]) -> dict[str, str]:
     for task, given in sorted(by_task.items()):
         parts = []
         if any(p in given for p in EXAMPLE_GEN_PARAMETERS):
-            parts.append(_example_gen_fingerprint(given))
+            from tfrecord_pipelines.components.spans.driver import input_fingerprint
+
+            parts.append(input_fingerprint(dict(given)))
         parts += [
             f"{p}={_file_fingerprint(v)}"
             for p, v in sorted(given.items())
