@@ -11,7 +11,10 @@ lines are in that module). Two clusters:
   moto's S3 server standing in, checking every request's key as MinIO does), the
   serving folder and the daily state on the serving PVC (``/pipeline/serving_model``),
   a new volume owned by root until k8s/'s Job gives it to the image's user, the tasks
-  given KFP's ``mlpipeline-minio-artifact`` Secret.
+  given KFP's ``mlpipeline-minio-artifact`` Secret. The data in another S3 store
+  (``s3://events/day-{SPAN}/``, a second moto taking only its own keys), which every
+  pod is given by its namespace's AWS SDK variables: each store refuses the other's
+  keys.
 - No volume: the pipeline root, the serving folder and the daily state in GCS
   (fake-gcs-server), handled as the launcher handles a ``gs://`` root: each task's
   artifacts copied to and from ``/gcs/...``.
@@ -24,7 +27,7 @@ creates a TFJob through the API server (``fake_k8s_api``, the pod's in-cluster
 configuration), and the Training Operator's stand-in (``fake_tf_operator``) runs the
 job's two workers as containers of one podman pod.
 
-The data is in ``gs://events/day-{SPAN}/`` for both and for the local runs. The
+The data is in ``gs://events/day-{SPAN}/`` for the second cluster and the local runs. The
 window and its statistics, the drift check's previous span, the warm start's
 model and the analyzer cache come from the daily state, which SpanWindow and
 RecordRun keep in place of TFX's Resolvers; the local runs pick them from ML
@@ -62,7 +65,8 @@ RERUN = "day 3 again"
 WINDOW = 2
 # Rows per day: enough for day 3's drift to be measured as on 2,000 rows (test_span_window).
 ROWS = 2_000
-_SETTINGS = ("--data", "gs://events/day-{SPAN}/", "--label", "label", "--window", str(WINDOW))
+GCS_DATA, S3_DATA = "gs://events/day-{SPAN}/", "s3://events/day-{SPAN}/"
+_SETTINGS = ("--label", "label", "--window", str(WINDOW))
 _SETTINGS += ("--train-steps", "20", "--min-accuracy", "0")
 # KFP's defaults: the pipeline root, the Secret its launcher reads it with, the serving PVC.
 MINIO_ROOT = "minio://mlpipeline/v2/artifacts"
@@ -96,10 +100,13 @@ class Days:
 def servers(tmp_path_factory, component_image, docker_api):
     """fake-gcs-server with the days' data, a bucket for the state and models and one for a
     gs:// pipeline root; moto, taking only its user's keys, with KFP's ``mlpipeline``
-    bucket, the MinIO pipeline root's. Yields the two URLs and moto's keys."""
-    buckets = tmp_path_factory.mktemp("gcs")
+    bucket, the MinIO pipeline root's; another moto with the same days' data, taking only
+    its own user's keys. Yields the two URLs, the first moto's keys, and the data store's
+    variables as a pod is given them."""
+    buckets, data = tmp_path_factory.mktemp("gcs"), tmp_path_factory.mktemp("data")
     for day in DAYS:
-        write_day(buckets / "events" / f"day-{day}", seed=day, rows=ROWS)
+        for store in (buckets, data):
+            write_day(store / "events" / f"day-{day}", seed=day, rows=ROWS)
     for bucket, readme in (("models", "serving folders and the daily state"),
                            ("kfp-artifacts", "KFP's artifacts")):  # fmt: skip
         (buckets / bucket).mkdir()
@@ -108,13 +115,16 @@ def servers(tmp_path_factory, component_image, docker_api):
     (s3_buckets / "mlpipeline").mkdir()
     (s3_buckets / "mlpipeline" / "README").write_text("KFP's artifacts\n")
     with gcs_server(buckets) as gcs_url, authenticated_s3_server(s3_buckets) as (s3_url, keys):
-        yield gcs_url, s3_url, keys
+        with authenticated_s3_server(data) as (data_url, data_keys):
+            data_store = {"AWS_ENDPOINT_URL": data_url, "AWS_ACCESS_KEY_ID": data_keys[0],
+                          "AWS_SECRET_ACCESS_KEY": data_keys[1]}  # fmt: skip
+            yield gcs_url, s3_url, keys, data_store
 
 
-def _compile(package: Path, gcs_url: str, image: str, *settings: str) -> None:
+def _compile(package: Path, network: dict, image: str, *settings: str) -> None:
     compiled = run_cli(
         "compile", *_SETTINGS, *settings, "--image", image, "--gpus", "0",
-        "--output", str(package), env={"STORAGE_EMULATOR_HOST": gcs_url},
+        "--output", str(package), env=network,
     )  # fmt: skip
     assert compiled.returncode == 0, compiled.stderr[-3000:]
 
@@ -122,12 +132,12 @@ def _compile(package: Path, gcs_url: str, image: str, *settings: str) -> None:
 @pytest.fixture(scope="module")
 def local(servers, tmp_path_factory):
     """The three days run locally, reading the same bucket: each day's printout and summary."""
-    gcs_url, _, _ = servers
+    gcs_url = servers[0]
     output = tmp_path_factory.mktemp("local")
     days = {}
     for day in DAYS:
         ran = run_cli(
-            "run", *_SETTINGS, "--span", str(day), "--output", str(output),
+            "run", *_SETTINGS, "--data", GCS_DATA, "--span", str(day), "--output", str(output),
             env={"STORAGE_EMULATOR_HOST": gcs_url},
         )  # fmt: skip
         assert ran.returncode == 0, ran.stderr[-3000:]
@@ -145,10 +155,12 @@ def _days(package: Path, cluster: Cluster, root: str, folder: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def clusters(servers, tmp_path_factory, component_image) -> dict[str, Days]:
-    gcs_url, s3_url, keys = servers
+    gcs_url, s3_url, keys, data_store = servers
     stores = ObjectStores(gcs_url, s3_url, keys)
     # Every pod reaches GCS through the emulator, as a cluster's network reaches GCS.
     network = {"STORAGE_EMULATOR_HOST": gcs_url}
+    # And, on KFP's defaults, the data's store, as its namespace's PodDefault gives it.
+    with_data_store = {**network, **data_store}
     secrets = {MINIO_SECRET: {"accesskey": keys[0], "secretkey": keys[1]}}
     found = {}
     folder = tmp_path_factory.mktemp("defaults")
@@ -157,16 +169,16 @@ def clusters(servers, tmp_path_factory, component_image) -> dict[str, Days]:
     run_job(CLAIM_OWNER_JOB, {SERVING_PVC: claim}, component_image)
     package = folder / "daily.yaml"
     _compile(
-        package, gcs_url, component_image, "--artifact-endpoint", s3_url,
-        "--trainer-workers", str(TRAINER_WORKERS),
+        package, with_data_store, component_image, "--data", S3_DATA,
+        "--artifact-endpoint", s3_url, "--trainer-workers", str(TRAINER_WORKERS),
     )  # fmt: skip
     api = FakeK8sApi()
     account = write_service_account(folder / "serviceaccount", NAMESPACE)
     server = FakeK8sServer(api, in_cluster=account)
-    operator = FakeTFOperator(api, folder, {SERVING_PVC: claim}, secrets, network)
+    operator = FakeTFOperator(api, folder, {SERVING_PVC: claim}, secrets, with_data_store)
     kubernetes = InClusterApi(server.port, account.folder)
     cluster = Cluster(
-        stores, {SERVING_PVC: claim}, secrets, network, kubernetes=kubernetes,
+        stores, {SERVING_PVC: claim}, secrets, with_data_store, kubernetes=kubernetes,
         services={RELEASE_ENDPOINTS["2.16"]: s3_url},
     )  # fmt: skip
     try:
@@ -189,7 +201,7 @@ def clusters(servers, tmp_path_factory, component_image) -> dict[str, Days]:
     folder = tmp_path_factory.mktemp("buckets")
     package = folder / "daily.yaml"
     _compile(
-        package, gcs_url, component_image, "--artifact-secret", "none",
+        package, network, component_image, "--data", GCS_DATA, "--artifact-secret", "none",
         "--serving-dir", "gs://models/serving", "--state-dir", "gs://models/state",
     )  # fmt: skip
     cluster = Cluster(stores, {}, {}, network)
@@ -442,6 +454,17 @@ def test_what_each_pod_receives_from_the_launcher(clusters):
         for task, record in records.items():
             staged = {Path(path).name for path, _ in record.staged}
             assert not staged & shard_names, (name, task, staged & shard_names)
+        # On KFP's defaults the pods' own S3 is the data's store: ExampleGen reads the data with
+        # it and uploads the shards with the root's keys; SpanWindow lists the spans in it;
+        # the others read only the root's store and set it aside. Either store refuses the
+        # other's keys.
+        if days.on_pvc:
+            assert f"then uploaded to {written.replace('minio://', 's3://')}" in (
+                records["ShardedExampleGen"].logs
+            )
+            assert "out of its reach" in records["SpanWindow"].logs
+            for task in ("Transform", "Trainer", "Evaluator"):
+                assert "own S3 settings (AWS_ACCESS_KEY_ID" in records[task].logs, task
         # The tasks given ExampleGen's output read the examples where the reference says.
         for task in ("SpanWindow", "Evaluator"):
             assert [_uri(m) for m in _members(records[task], "examples")] == [written], task

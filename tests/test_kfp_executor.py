@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+from pathlib import Path
 
 import pytest
 from google.protobuf import json_format
@@ -381,15 +382,71 @@ def test_the_pipeline_roots_store_is_applied_only_to_its_artifacts(monkeypatch):
     assert os.environ["AWS_ACCESS_KEY_ID"] == "minio-key"
 
 
-def test_a_task_given_s3_of_its_own_and_the_roots_store_is_refused_in_one_line(monkeypatch):
+def _pod_with_s3_of_its_own(monkeypatch):
+    """A pod given the root's store (MinIO, its keys) and, by its namespace, another S3 store's
+    endpoint, keys and session token, as a PodDefault gives them."""
     from tfrecord_pipelines.components.storage import object_stores
 
+    for name in ("AWS_ENDPOINT_URL_S3", "S3_ENDPOINT"):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     monkeypatch.setattr(object_stores, "_configure_s3", lambda: None)
     monkeypatch.setenv("AWS_ENDPOINT_URL", "https://s3.eu-west-1.amazonaws.com")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "data-key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "data-secret")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "data-token")
     monkeypatch.setenv(object_stores.ARTIFACT_ENDPOINT, "http://seaweedfs.kubeflow:9000")
-    with pytest.raises(ValueError, match="reaches one store per process") as raised:
-        kfp_executor.locate_inputs(_window_in_minio(), object_stores.artifact_store_endpoint())
-    assert "\n" not in str(raised.value)
+    monkeypatch.setenv(object_stores.ARTIFACT_KEYS[0], "minio-key")
+    monkeypatch.setenv(object_stores.ARTIFACT_KEYS[1], "minio-secret")
+    return object_stores
+
+
+def test_a_task_naming_s3_paths_of_its_own_keeps_its_store_and_says_the_roots_is_out_of_reach(
+    monkeypatch, capsys
+):
+    # SpanWindow lists the data's spans in the pod's own store and reads only the metadata
+    # of the root's artifacts it is handed; a task that read one would fail on it, told why.
+    object_stores = _pod_with_s3_of_its_own(monkeypatch)
+    monkeypatch.setattr(object_stores, "_said_out_of_reach", False)
+    kfp_executor.locate_inputs(
+        _window_in_minio(), object_stores.artifact_store_endpoint(), ["s3://lake/day-{SPAN}"]
+    )
+    assert os.environ["AWS_ACCESS_KEY_ID"] == "data-key"
+    assert os.environ["AWS_ENDPOINT_URL"] == "https://s3.eu-west-1.amazonaws.com"
+    assert "S3_ENDPOINT" not in os.environ
+    [said] = capsys.readouterr().out.splitlines()
+    assert "s3://lake/day-{SPAN}" in said and "out of its reach" in said
+
+
+def test_a_task_naming_no_s3_path_of_its_own_reads_s3_in_the_roots_store_alone(monkeypatch, capsys):
+    # Issue 89: a namespace gives every pod its data store's S3 settings; a task that reads
+    # only the root's artifacts (SpanWindow, Transform, the Trainer) sets them aside, for
+    # TensorFlow (S3_ENDPOINT) and Beam (the AWS SDKs' endpoint) alike.
+    object_stores = _pod_with_s3_of_its_own(monkeypatch)
+    kfp_executor.locate_inputs(_window_in_minio(), object_stores.artifact_store_endpoint(), [])
+    for name in ("S3_ENDPOINT", "AWS_ENDPOINT_URL"):
+        assert os.environ[name] == "http://seaweedfs.kubeflow:9000", name
+    assert (os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]) == (
+        "minio-key", "minio-secret"
+    )  # fmt: skip
+    assert "AWS_SESSION_TOKEN" not in os.environ
+    assert "--s3_endpoint_url=http://seaweedfs.kubeflow:9000" in kfp_executor.pod_beam_args([])
+    [said] = capsys.readouterr().out.splitlines()
+    assert "set aside" in said and "AWS_ACCESS_KEY_ID" in said
+
+
+def test_a_tasks_own_s3_paths_are_its_parameters_and_state_folder_not_its_artifacts():
+    executor_input = _window_in_minio()
+    parameters = executor_input.inputs.parameter_values
+    parameters["input_base"].string_value = "s3://lake/events/day-2/"
+    parameters["push_destination"].string_value = json.dumps(
+        {"filesystem": {"base_directory": "s3://models/serving"}}
+    )
+    parameters["train_steps"].number_value = 20
+    assert kfp_executor.task_s3_paths(executor_input, "s3://models/state") == [
+        "s3://lake/events/day-2/", "s3://models/serving", "s3://models/state"
+    ]  # fmt: skip
+    assert kfp_executor.task_s3_paths(_window_in_minio()) == []
 
 
 def test_an_earlier_runs_model_is_copied_where_the_launcher_stages_models(monkeypatch):
@@ -510,6 +567,64 @@ def test_examples_in_minio_are_written_through_the_roots_store_and_named_as_kfp_
     assert reference.uri == f"{task}/examples"
     [member] = json.loads(reference.metadata["members"])
     assert member["artifact"]["uri"] == f"{task}/.data/examples"
+
+
+def test_examples_beside_a_data_store_of_the_pods_own_are_uploaded_with_the_roots_keys(
+    monkeypatch, tmp_path, capsys
+):
+    # Issue 89: ExampleGen reads its s3:// data with the pod's own S3 settings (another
+    # store, its own keys), so TensorFlow cannot reach the root's store; the examples are
+    # written on the pod's disk and uploaded with the root's keys, not the launcher's copy.
+    import boto3
+    from object_store_servers import authenticated_s3_server
+
+    from tfrecord_pipelines.components.storage import launcher_copies, object_stores
+
+    monkeypatch.setattr(object_stores, "_configure_s3", lambda: None)
+    monkeypatch.setitem(launcher_copies.LOCAL_PREFIXES, "minio://", f"{tmp_path}/minio/")
+    (tmp_path / "root" / "mlpipeline").mkdir(parents=True)
+    (tmp_path / "data" / "lake").mkdir(parents=True)
+    with authenticated_s3_server(tmp_path / "root") as (root_url, root_keys), \
+            authenticated_s3_server(tmp_path / "data") as (data_url, data_keys):  # fmt: skip
+        for name, value in (("AWS_ENDPOINT_URL", data_url), ("AWS_ACCESS_KEY_ID", data_keys[0]),
+                            ("AWS_SECRET_ACCESS_KEY", data_keys[1]),
+                            (object_stores.ARTIFACT_ENDPOINT, root_url),
+                            (object_stores.ARTIFACT_KEYS[0], root_keys[0]),
+                            (object_stores.ARTIFACT_KEYS[1], root_keys[1])):  # fmt: skip
+            monkeypatch.setenv(name, value)
+        task = "minio://mlpipeline/v2/artifacts/events/run-day3/ShardedExampleGen/0f3a"
+        executor_input = _example_gen_outputs(task, tmp_path)
+        local_to_remote = kfp_executor.locate_inputs(executor_input, root_url, ["s3://lake/d/"])
+        in_store = kfp_executor.examples_in_store.redirect(
+            executor_input, local_to_remote, root_url, ["s3://lake/d/"]
+        )
+        [examples] = executor_input.outputs.artifacts["examples"].artifacts
+        local = f"{tmp_path}/minio{task[len('minio:/') :]}/examples"
+        assert examples.uri == local
+        # The pod's own store stays TensorFlow's, for the data.
+        assert os.environ["AWS_ACCESS_KEY_ID"] == data_keys[0]
+        (Path(local) / "Split-train").mkdir(parents=True)
+        (Path(local) / "Split-train" / "data-00000-of-00001.gz").write_bytes(b"shard")
+        _run_executor(executor_input, tmp_path)
+        written = _handed_on(executor_input, local_to_remote, in_store, tmp_path)
+        stored = "mlpipeline/v2/artifacts/events/run-day3/ShardedExampleGen/0f3a/.data/examples"
+        clients = {
+            keys: boto3.client("s3", endpoint_url=url, aws_access_key_id=keys[0],
+                               aws_secret_access_key=keys[1], region_name="us-east-1")
+            for url, keys in ((root_url, root_keys), (data_url, data_keys))
+        }  # fmt: skip
+        key = f"{stored.split('/', 1)[1]}/Split-train/data-00000-of-00001.gz"
+        assert clients[root_keys].get_object(Bucket="mlpipeline", Key=key)["Body"].read() == (
+            b"shard"
+        )
+        assert not Path(local).exists()  # The launcher uploads nothing of it.
+    reference = written.artifacts["examples"].artifacts[0]
+    assert reference.uri == f"{task}/examples"
+    [member] = json.loads(reference.metadata["members"])
+    assert member["artifact"]["uri"] == f"minio://{stored}"
+    printed = capsys.readouterr().out
+    assert "written on this pod's disk, then uploaded" in printed
+    assert "Uploaded 1 files" in printed
 
 
 def test_examples_go_through_the_launchers_copy_when_the_store_is_out_of_reach(tmp_path, capsys):

@@ -85,6 +85,8 @@ _AWS_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 # an uncaught exception and 0 otherwise, as Python's own exit would give.
 _exit_status: int | None = None
 _s3_configured = False
+# Whether this process said that the root's store is out of TensorFlow's reach.
+_said_out_of_reach = False
 
 
 def configure(argv: Sequence[str] = ()) -> None:
@@ -160,36 +162,63 @@ def artifact_store_endpoint() -> str | None:
     return os.environ.get(ARTIFACT_ENDPOINT) or None
 
 
-def read_artifact_store() -> None:
-    """Points TensorFlow's S3 file system at the pipeline root's store, with its keys, for the
+def read_artifact_store(own_paths: Sequence[str] = ()) -> bool:
+    """Points TensorFlow's and Beam's S3 at the pipeline root's store, with its keys, for the
     earlier runs' artifacts this process reads; without an endpoint, leaves the pod's own S3
     settings (the AWS SDKs' defaults: its role) as they are.
 
-    Raises:
-      ValueError: in one line, when the process is given other S3 settings of its own:
-        TensorFlow's S3 file system reaches one endpoint with one key per process.
+    TensorFlow's S3 file system reaches one endpoint with one key per process. A pod
+    given S3 settings of its own (a namespace's PodDefault for the data's store) keeps
+    them while the task names ``s3://`` paths of its own (``own_paths``: its data, a
+    serving or state folder): the root's artifacts are then out of TensorFlow's reach,
+    which it says in one line (ExampleGen uploads its examples with a client of the
+    root's own instead, ``root_uploads``; SpanWindow reads only their metadata). A task
+    that names none reads and writes S3 only in the root's store: its own settings are
+    set aside, in one printed line.
+
+    Returns:
+      Whether TensorFlow and Beam reach the root's store over S3 in this process.
     """
     endpoint = artifact_store_endpoint()
     if endpoint is None:
-        return
-    own = _first_set(*AWS_ENDPOINTS, S3_ENDPOINT)
-    settings = [(S3_ENDPOINT, endpoint)] + [
-        (aws, os.environ[scoped])
+        return True
+    settings = {S3_ENDPOINT: endpoint} | {
+        aws: os.environ[scoped]
         for scoped, aws in zip(ARTIFACT_KEYS, _AWS_KEYS, strict=True)
         if os.environ.get(scoped)
-    ]
-    clashes = [name for name, value in settings if os.environ.get(name, value) != value] + (
-        [ARTIFACT_ENDPOINT] if own not in (None, endpoint) else []
+    }
+    endpoints = [name for name in (S3_ENDPOINT, *AWS_ENDPOINTS) if os.environ.get(name)]
+    clashes = sorted(
+        {name for name, value in settings.items() if os.environ.get(name, value) != value}
+        | {name for name in endpoints if os.environ[name] != endpoint}
     )
+    if clashes and own_paths:
+        if not _said_out_of_reach:
+            _say_out_of_reach(endpoint, own_paths, clashes)
+        return False
     if clashes:
-        raise ValueError(
-            f"This task reads earlier runs' artifacts from the pipeline root's store "
-            f"({endpoint}) and is given S3 settings of its own ({', '.join(sorted(clashes))} "
-            "differ): TensorFlow's S3 file system reaches one store per process; keep the "
-            "task's s3:// paths in the pipeline root's store, or use a gs:// or volume path"
+        print(
+            f"This task's S3 is the pipeline root's store alone ({endpoint}): its own S3 "
+            f"settings ({', '.join(clashes)}) are set aside"
         )
+        settings |= {name: endpoint for name in endpoints}
+        if set(_AWS_KEYS) & set(clashes):
+            os.environ.pop("AWS_SESSION_TOKEN", None)
     os.environ.update(settings)
     _configure_s3()
+    return True
+
+
+def _say_out_of_reach(endpoint: str, own_paths: Sequence[str], clashes: Sequence[str]) -> None:
+    global _said_out_of_reach
+    _said_out_of_reach = True
+    print(
+        f"This task's S3 is its own store, for {', '.join(sorted(own_paths))} "
+        f"({', '.join(clashes)} differ from the pipeline root's store's): TensorFlow's S3 "
+        f"file system reaches one store per process, so the root's artifacts in s3:// "
+        f"({endpoint}) are out of its reach and a read of one fails; keep the task's s3:// "
+        "paths in the root's store, or use a gs:// or volume path"
+    )
 
 
 def with_beam_s3_endpoint(beam_args: Sequence[str]) -> list[str]:

@@ -14,22 +14,24 @@ the entry point of each task that reads it reads them from the store
 (``kfp_executor.expand_members``).
 
 KFP's pipeline workspace (``/kfp-workspace``, 2.15 and later) is the other way
-around the copy; the guide says why this one was chosen. A task that cannot reach
-the store itself (a ``minio://`` root and no ``--artifact-endpoint``; S3 settings
-of its own beside the root's store's) writes through the launcher's copy, as before,
-and says so in one line.
+around the copy; the guide says why this one was chosen. A task whose pod has no
+endpoint for the store (a ``minio://`` root and no ``--artifact-endpoint``) writes
+through the launcher's copy, as before; one whose TensorFlow keeps its own ``s3://``
+data's store writes on its disk and uploads to the store with the root's own client
+(``upload_to_store``). Each says so in one line.
 """
 
 from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Mapping
+import shutil
+from collections.abc import Mapping, Sequence
 
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from tfrecord_pipelines.components import keys
-from tfrecord_pipelines.components.storage import launcher_copies, object_stores
+from tfrecord_pipelines.components.storage import launcher_copies, object_stores, root_uploads
 
 # The folder of a task's root that holds what the task wrote into the store itself.
 DATA_FOLDER = ".data"
@@ -63,14 +65,20 @@ def redirect(
     executor_input: pipeline_spec_pb2.ExecutorInput,
     local_to_remote: Mapping[str, str],
     s3_endpoint: str | None,
+    own_paths: Sequence[str] = (),
 ) -> dict[str, str]:
     """Points each examples output that the launcher would upload at its folder in the
     store, in place (after ``kfp_executor.localize_artifact_uris``). Only for a task of the
     compiled pipeline (``FLAG``), whose readers all run this entry point: a plain KFP
     pipeline's own components read the examples' files where the launcher put them.
 
+    A task whose TensorFlow keeps its own ``s3://`` paths' store (``own_paths``; see
+    ``object_stores.read_artifact_store``) writes the examples on its disk, where the
+    launcher would upload them from; ``upload_to_store`` moves them into the store after
+    the executor, through the root's store's own client.
+
     Returns:
-      The URI each redirected output is written at -> the output's own URI.
+      The URI each redirected output is stored at -> the output's own URI.
     """
     redirected = {}
     for artifact_list in executor_input.outputs.artifacts.values():
@@ -78,31 +86,59 @@ def redirect(
             remote = local_to_remote.get(artifact.uri)
             if remote is None or not _is_examples(artifact):
                 continue
-            written = _written_uri(data_uri(remote), s3_endpoint)
-            if written is not None:
-                redirected[written] = remote
-                artifact.uri = written
+            stored = _stored_uri(data_uri(remote), s3_endpoint)
+            if stored is None:
+                continue
+            redirected[stored] = remote
+            if _reachable(stored, s3_endpoint, own_paths):
+                artifact.uri = stored
     return redirected
 
 
-def _written_uri(uri: str, s3_endpoint: str | None) -> str | None:
-    """Where this process writes ``uri``, or None when it cannot reach the store (then the
-    launcher's copy carries the examples, as it carries every other output)."""
-    instead = "The examples go through the launcher's copy instead of the store"
+def _stored_uri(uri: str, s3_endpoint: str | None) -> str | None:
+    """Where ``uri`` is in the store as this process names it, or None when the pod has no
+    endpoint for its store (then the launcher's copy carries the examples, as it carries
+    every other output)."""
     if uri.startswith(launcher_copies.MINIO_SCHEME) and not s3_endpoint:
         print(
-            f"{instead}: this pod has no endpoint for {uri}'s store (compile with "
-            "--artifact-endpoint and --artifact-secret)"
+            "The examples go through the launcher's copy instead of the store: this pod has no "
+            f"endpoint for {uri}'s store (compile with --artifact-endpoint and --artifact-secret)"
         )
         return None
-    written = launcher_copies.unstaged_uri(uri, s3_endpoint)
-    if s3_endpoint and written.startswith(object_stores.S3_SCHEME):
-        try:
-            object_stores.read_artifact_store()
-        except ValueError as e:
-            print(f"{instead}: {e}")
-            return None
-    return written
+    return launcher_copies.unstaged_uri(uri, s3_endpoint)
+
+
+def _reachable(stored: str, s3_endpoint: str | None, own_paths: Sequence[str]) -> bool:
+    """Whether this process's TensorFlow and Beam reach ``stored``'s store."""
+    if not (s3_endpoint and stored.startswith(object_stores.S3_SCHEME)):
+        return True
+    if object_stores.read_artifact_store(own_paths):
+        return True
+    print(f"The examples are written on this pod's disk, then uploaded to {stored}")
+    return False
+
+
+def upload_to_store(
+    executor_output: pipeline_spec_pb2.ExecutorOutput,
+    local_to_remote: Mapping[str, str],
+    redirected: Mapping[str, str],
+) -> None:
+    """Uploads each redirected output the executor wrote on the pod's disk (``redirect``) to
+    its place in the store, through the root's store's own client (``root_uploads``), and
+    removes it from the disk, so that the launcher uploads nothing of it; points the output
+    at the store, in place, as if the executor had written there."""
+    stored_for = {remote: stored for stored, remote in redirected.items()}
+    for artifact_list in executor_output.artifacts.values():
+        for artifact in artifact_list.artifacts:
+            local = artifact.uri
+            stored = stored_for.get(local_to_remote.get(local, ""))
+            if stored is None:
+                continue
+            if keys.MEMBERS_PROPERTY not in artifact.metadata.fields:
+                files, size = root_uploads.upload_folder(local, stored)
+                print(f"Uploaded {files} files ({size / 2**20:.1f} MiB) of examples to {stored}")
+            shutil.rmtree(local, ignore_errors=True)
+            artifact.uri = stored
 
 
 def hand_as_references(

@@ -64,6 +64,7 @@ if __name__ == "__main__":
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -89,6 +90,8 @@ _LAUNCHER_LOG_OUTPUT = "executor-logs"
 DAILY_STATE_FLAG = "daily_state_dir"
 # The custom property TFX's Kubeflow V2 runner gives every output artifact.
 _TFX_VERSION = "tfx_version"
+# An s3:// path in a parameter's JSON, up to the quote or escape that ends its string.
+_S3_PATH = re.compile(r"s3://[^\s\"'\\]+")
 
 
 def _type_title(type_schema: pipeline_spec_pb2.ArtifactTypeSchema) -> str:
@@ -170,7 +173,9 @@ def repair_executor_input(
 
 
 def expand_members(
-    executor_input: pipeline_spec_pb2.ExecutorInput, s3_endpoint: str | None = None
+    executor_input: pipeline_spec_pb2.ExecutorInput,
+    s3_endpoint: str | None = None,
+    own_paths: Sequence[str] = (),
 ) -> None:
     """Puts in place of each input artifact that stands for others those artifacts, in place.
 
@@ -182,9 +187,7 @@ def expand_members(
     checkpoint reader dies of a segmentation fault on the modular GCS file system.
 
     Raises:
-      ValueError: a member in minio:// and no ``s3_endpoint``, or S3 settings of the task's
-        own besides the pipeline root's store (``object_stores.read_artifact_store``), in
-        one line.
+      ValueError: a member in minio:// and no ``s3_endpoint``, in one line.
     """
     from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils
     from tfx.types import standard_artifacts
@@ -214,7 +217,7 @@ def expand_members(
                     models.append((runtime, launcher_copies.local_copy(stored)))
     members = [a for expanded in expanded_lists.values() for a in expanded]
     if s3_endpoint and any(a.uri.startswith("s3://") for a in members):
-        object_stores.read_artifact_store()
+        object_stores.read_artifact_store(own_paths)
     for runtime, local in models:
         if local is not None:
             filesystem.copy_tree(runtime.uri, local)
@@ -247,7 +250,9 @@ def localize_artifact_uris(executor_input: pipeline_spec_pb2.ExecutorInput) -> d
 
 
 def locate_inputs(
-    executor_input: pipeline_spec_pb2.ExecutorInput, s3_endpoint: str | None
+    executor_input: pipeline_spec_pb2.ExecutorInput,
+    s3_endpoint: str | None,
+    own_paths: Sequence[str] = (),
 ) -> dict[str, str]:
     """Points each artifact at where this pod reads or writes it, in place: the launcher's
     local copies of the staged ones (``localize_artifact_uris``), then, for each reference,
@@ -257,12 +262,14 @@ def locate_inputs(
       Local path -> the remote URI it replaced.
     """
     local_to_remote = localize_artifact_uris(executor_input)
-    expand_members(executor_input, s3_endpoint)
+    expand_members(executor_input, s3_endpoint, own_paths)
     return local_to_remote
 
 
 def locate_in_stores(
-    executor_input: pipeline_spec_pb2.ExecutorInput, s3_endpoint: str | None
+    executor_input: pipeline_spec_pb2.ExecutorInput,
+    s3_endpoint: str | None,
+    own_paths: Sequence[str] = (),
 ) -> None:
     """Points each artifact at its store, in place, for a process no launcher staged anything
     for (a TFJob's worker): gs:// as it is, minio:// and s3:// as s3:// through the pipeline
@@ -279,8 +286,8 @@ def locate_in_stores(
     for _, artifact in artifacts:
         artifact.uri = launcher_copies.unstaged_uri(artifact.uri, s3_endpoint)
     if s3_endpoint and any(a.uri.startswith("s3://") for _, a in artifacts):
-        object_stores.read_artifact_store()
-    expand_members(executor_input, s3_endpoint)
+        object_stores.read_artifact_store(own_paths)
+    expand_members(executor_input, s3_endpoint, own_paths)
 
 
 def restore_remote_uris(
@@ -419,6 +426,17 @@ def _parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     return parser.parse_known_args(list(argv[1:]))
 
 
+def task_s3_paths(
+    executor_input: pipeline_spec_pb2.ExecutorInput, state_dir: str | None = None
+) -> list[str]:
+    """The ``s3://`` paths a task names of its own: in its parameters (its data, a serving
+    folder, a module file) and its daily state folder, not its artifacts' (the pipeline
+    root's), which ``object_stores.read_artifact_store`` weighs against the root's store."""
+    parameters = executor_input.inputs.parameter_values.values()
+    texts = [json_format.MessageToJson(value) for value in parameters] + [state_dir or ""]
+    return sorted({path for text in texts for path in _S3_PATH.findall(text)})
+
+
 def pod_beam_args(beam_args: Sequence[str]) -> list[str]:
     """The task's Beam flags as its executor gets them: Beam's S3 given the root's store
     (``object_stores.with_beam_s3_endpoint``), and on the DirectRunner TFX kept from packaging
@@ -452,14 +470,16 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
     # A value of KFP's cache key alone (input_fingerprints), which no TFX executor takes.
     executor_input.inputs.parameter_values.pop(input_fingerprints.FINGERPRINT, None)
     endpoint = object_stores.artifact_store_endpoint()
+    state_dir = getattr(args, DAILY_STATE_FLAG, None)
+    own_paths = task_s3_paths(executor_input, state_dir)
     worker = getattr(args, worker_template.WORKER_FLAG, False)
     if worker:
-        locate_in_stores(executor_input, endpoint)
+        locate_in_stores(executor_input, endpoint, own_paths)
         local_to_remote, in_store = {}, {}
     else:
-        local_to_remote = locate_inputs(executor_input, endpoint)
+        local_to_remote = locate_inputs(executor_input, endpoint, own_paths)
         in_store = (
-            examples_in_store.redirect(executor_input, local_to_remote, endpoint)
+            examples_in_store.redirect(executor_input, local_to_remote, endpoint, own_paths)
             if getattr(args, examples_in_store.FLAG, False)
             else {}
         )
@@ -467,7 +487,6 @@ def run(parsed: tuple[argparse.Namespace, list[str]]) -> None:
     if _is_file_based_example_gen(args.executor_class_path, executor_input):
         _run_example_gen_driver(executor_input, args.json_serialized_inputs_spec_args)
         # Only the daily pipeline's ExampleGen has it (not the KFP components' entry point).
-        state_dir = getattr(args, DAILY_STATE_FLAG, None)
         if state_dir and hand_on_recorded_conversion(
             state_dir, executor_input, local_to_remote, in_store
         ):
@@ -525,6 +544,7 @@ def finish_executor_output(
     executor_output = pipeline_spec_pb2.ExecutorOutput()
     with filesystem.open_file(output_file, "r") as f:
         json_format.Parse(f.read(), executor_output, ignore_unknown_fields=True)
+    examples_in_store.upload_to_store(executor_output, local_to_remote, in_store)
     restore_remote_uris(executor_output, local_to_remote)
     examples_in_store.hand_as_references(executor_output, executor_input, in_store)
     drop_tfx_version_from_ui_outputs(executor_output, ui_outputs)
