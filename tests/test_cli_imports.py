@@ -95,7 +95,8 @@ sys.argv = [sys.argv[1], "--help"]
 with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
     runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
 import tfrecord_pipelines.local.runner, tfrecord_pipelines.definition.pipeline
-import tfrecord_pipelines.kubeflow.kfp_executor, tfrecord_pipelines.kubeflow.trainer_resources
+import tfrecord_pipelines.kubeflow.kfp_executor
+import tfrecord_pipelines.kubeflow.training_job.trainer_resources
 from tfrecord_pipelines.components import deferred_inits
 seen = {"deferred": [deferred_inits.deferred(p) for p in ("tfx.components", "kfp")],
         "unused": [m for m in ("kubernetes.dynamic", "kubernetes_validate", "kfp.client",

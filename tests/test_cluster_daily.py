@@ -55,7 +55,8 @@ from daily_spans import SHIFTED_DAY, page_window_and_drift, write_day
 from fake_k8s_api import FakeK8sApi, FakeK8sServer, write_service_account
 from fake_tf_operator import FakeTFOperator
 from tfrecord_pipelines.components.spans.artifacts import span_of
-from tfrecord_pipelines.kubeflow import examples_in_store, job_api
+from tfrecord_pipelines.kubeflow import examples_in_store
+from tfrecord_pipelines.kubeflow.training_job import job_api
 
 pytestmark = [pytest.mark.e2e, pytest.mark.image]
 

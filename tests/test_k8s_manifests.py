@@ -23,8 +23,9 @@ from kubernetes.utils import parse_quantity
 from conftest import REPO_ROOT
 from tfrecord_pipelines.cli import data_service
 from tfrecord_pipelines.cli.kubeflow_commands import DEFAULT_SERVING_PVC
-from tfrecord_pipelines.kubeflow import platform_spec, train_job
-from tfrecord_pipelines.kubeflow.trainer_resources import NVIDIA_GPU
+from tfrecord_pipelines.kubeflow import platform_spec
+from tfrecord_pipelines.kubeflow.training_job import train_job
+from tfrecord_pipelines.kubeflow.training_job.trainer_resources import NVIDIA_GPU
 from trainjob_contract import runtime_schema_errors, runtime_webhook_errors
 
 K8S_DIR = REPO_ROOT / "k8s"

@@ -9,7 +9,7 @@ from tfrecord_pipelines.components.task import Task
 from tfrecord_pipelines.components.trainer.options import TrainingOptions
 from tfrecord_pipelines.definition.config import EvaluationThresholds, IngestOptions, PipelineConfig
 from tfrecord_pipelines.definition.module_file import ModuleFile
-from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
+from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
 
 
 def _config(**overrides) -> PipelineConfig:

@@ -13,8 +13,8 @@ import kubernetes_validate
 import pytest
 
 from tfjob_contract import object_name_errors, schema_errors, webhook_errors
-from tfrecord_pipelines.kubeflow import job_api, tf_job
-from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
+from tfrecord_pipelines.kubeflow.training_job import job_api, tf_job
+from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
 
 KUBERNETES_VERSION = "1.31"
 # A KFP v2 task's pod name: the run's and the task's names and a suffix.

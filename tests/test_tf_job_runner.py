@@ -21,8 +21,8 @@ from kubernetes import client
 
 from conftest import REPO_ROOT
 from fake_k8s_api import FakeK8sApi, FakeK8sServer, FakePod, story, write_service_account
-from tfrecord_pipelines.kubeflow import job_runner, tf_job, train_job
-from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
+from tfrecord_pipelines.kubeflow.training_job import job_runner, tf_job, train_job
+from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
 
 NAMESPACE = "team-a"
 NAME = "trainer-pod-1"
@@ -157,7 +157,7 @@ def test_a_stopped_task_deletes_its_job(api):
     script = textwrap.dedent(f"""
         import json, sys
         from kubernetes import client
-        from tfrecord_pipelines.kubeflow import job_runner, tf_job, train_job
+        from tfrecord_pipelines.kubeflow.training_job import job_runner, tf_job, train_job
         configuration = client.Configuration()
         configuration.host = {api.url!r}
         api_client = client.ApiClient(configuration)

@@ -18,14 +18,19 @@ import yaml
 
 from conftest import REPO_ROOT
 from tfrecord_pipelines.components.trainer.workers import Workers
-from tfrecord_pipelines.kubeflow import job_api, train_job, trainer_job_spec, worker_template
 from tfrecord_pipelines.kubeflow.platform_spec import (
     SecretEnv,
     TaskPlacement,
     Toleration,
     VolumeMount,
 )
-from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
+from tfrecord_pipelines.kubeflow.training_job import (
+    job_api,
+    train_job,
+    trainer_job_spec,
+    worker_template,
+)
+from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
 from trainjob_contract import (
     node_env,
     runtime_schema_errors,

@@ -18,14 +18,15 @@ import yaml
 
 from conftest import REPO_ROOT, compile_in_process, run_cli
 from tfjob_contract import object_name_errors, schema_errors, webhook_errors
-from tfrecord_pipelines.kubeflow import job_api, job_trainer, trainer_job_spec, worker_template
+from tfrecord_pipelines.kubeflow import job_trainer
 from tfrecord_pipelines.kubeflow.platform_spec import (
     SecretEnv,
     TaskPlacement,
     Toleration,
     VolumeMount,
 )
-from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
+from tfrecord_pipelines.kubeflow.training_job import job_api, trainer_job_spec, worker_template
+from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
 from trainjob_contract import trainjob_schema_errors, trainjob_webhook_errors
 
 POD = "penguins-x7k2q-system-container-impl-1234567890"

@@ -336,7 +336,7 @@ def run_compile(args: argparse.Namespace) -> str:
         _in_image_paths(config_from_args(args, serving_dir=args.serving_dir)),
         args.trainer_workers,
     )
-    from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
+    from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
 
     # The Trainer's flags before the runner's import (TFX): a typo is a quick error.
     resources = TrainerResources(

@@ -32,7 +32,7 @@ from tfx.components.trainer import executor as trainer_executor
 from tfx.components.util import udf_utils
 
 from tfrecord_pipelines.components.trainer import workers
-from tfrecord_pipelines.kubeflow import job_api, job_runner, worker_template
+from tfrecord_pipelines.kubeflow.training_job import job_api, job_runner, worker_template
 
 POD_NAME, POD_UID = "KFP_POD_NAME", "KFP_POD_UID"
 # Where Kubernetes mounts the pod's service account (its namespace, token and CA).

@@ -76,12 +76,8 @@ from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.daily import conversion_reuse
 from tfrecord_pipelines.components.storage import filesystem, launcher_copies, object_stores
 from tfrecord_pipelines.definition.beam_args import without_tfx_package
-from tfrecord_pipelines.kubeflow import (
-    examples_in_store,
-    input_fingerprints,
-    root_store,
-    worker_template,
-)
+from tfrecord_pipelines.kubeflow import examples_in_store, input_fingerprints, root_store
+from tfrecord_pipelines.kubeflow.training_job import worker_template
 
 # The output the KFP driver adds when it publishes logs (driver provisionOutputs);
 # it is typed system.Artifact, which TFX cannot import.

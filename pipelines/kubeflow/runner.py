@@ -26,8 +26,10 @@ from tfrecord_pipelines.kubeflow.artifact_store import ArtifactStoreAccess
 from tfrecord_pipelines.kubeflow.kfp_executor import DAILY_STATE_FLAG
 from tfrecord_pipelines.kubeflow.platform_spec import TaskPlacement, VolumeMount, checked_document
 from tfrecord_pipelines.kubeflow.schedule import LATEST_SPAN, SPAN_PARAMETER
-from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
-from tfrecord_pipelines.kubeflow.worker_template import DEFAULT_KIND as DEFAULT_TRAINER_JOB
+from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
+from tfrecord_pipelines.kubeflow.training_job.worker_template import (
+    DEFAULT_KIND as DEFAULT_TRAINER_JOB,
+)
 from tfrecord_pipelines.report.component import reporter_of
 
 # The images the components run in (docker/Dockerfile's cpu and gpu targets).
@@ -218,7 +220,8 @@ def _with_trainer_workers(
     kind: str,
 ) -> None:
     """The Trainer's task made to train in a job of KIND of WORKERS workers, in place."""
-    from tfrecord_pipelines.kubeflow import platform_spec, trainer_job_spec
+    from tfrecord_pipelines.kubeflow import platform_spec
+    from tfrecord_pipelines.kubeflow.training_job import trainer_job_spec
 
     with filesystem.open_file(output_file) as f:
         spec = yaml.safe_load(f.read())

@@ -11,9 +11,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
-from tfrecord_pipelines.kubeflow import tf_job, train_job
-from tfrecord_pipelines.kubeflow.job_api import DEFAULT_BACKOFF_LIMIT, JobApi, check_job
-from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
+from tfrecord_pipelines.kubeflow.training_job import tf_job, train_job
+from tfrecord_pipelines.kubeflow.training_job.job_api import (
+    DEFAULT_BACKOFF_LIMIT,
+    JobApi,
+    check_job,
+)
+from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tfrecord_pipelines.kubeflow.job_api import (
+from tfrecord_pipelines.kubeflow.training_job.job_api import (
     DEFAULT_BACKOFF_LIMIT,
     MANAGED_BY_LABEL,
     MANAGER,
     JobApi,
     check_job,
 )
-from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
+from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
 
 API = JobApi(
     kind="TFJob",

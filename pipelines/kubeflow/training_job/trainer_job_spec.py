@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 
 from google.protobuf import json_format
 
-from tfrecord_pipelines.kubeflow import worker_template as templates
 from tfrecord_pipelines.kubeflow.platform_spec import TaskPlacement
-from tfrecord_pipelines.kubeflow.trainer_resources import TrainerResources
+from tfrecord_pipelines.kubeflow.training_job import worker_template as templates
+from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
 
 EXECUTOR_CLASS_PATH = "tfrecord_pipelines.kubeflow.job_trainer.Executor"
 _CLASS_FLAG = "--executor_class_path"

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 
 from tfrecord_pipelines.kubeflow import api_errors
-from tfrecord_pipelines.kubeflow.job_api import JobApi
+from tfrecord_pipelines.kubeflow.training_job.job_api import JobApi
 
 LOG_LINES = 20
 
