@@ -15,11 +15,21 @@ LOCAL_PREFIXES = {"gs://": "/gcs/", "minio://": "/minio/", "s3://": "/s3/"}
 
 @dataclasses.dataclass(frozen=True)
 class InClusterApi:
-    """An API server on 127.0.0.1 (``fake_k8s_api``, over HTTPS) and the service account
-    folder Kubernetes mounts in every pod (its namespace, token and CA)."""
+    """An API server on 127.0.0.1 (``fake_k8s_api``, over HTTPS), the service account
+    folder Kubernetes mounts in every pod (its namespace, token and CA), and the account
+    the pods run as (a Kubeflow profile's ``default-editor``, which KFP's multi-user mode
+    runs a namespace's pods as) with its image pull secrets."""
 
     port: int
     service_account: Path
+    api: object = None  # the FakeK8sApi, told of each task's pod
+    account_name: str = "default-editor"
+    pull_secrets: tuple[str, ...] = ()
+
+    def pod_created(self, namespace: str, name: str, uid: str) -> None:
+        """Records a task's pod, as the API server holds it while it runs."""
+        if self.api is not None:
+            self.api.add_task_pod(namespace, name, uid, self.account_name, self.pull_secrets)
 
     def pod_options(self) -> list[str]:
         """What a pod of the cluster gets: the API server's Service variables (kubelet's) and

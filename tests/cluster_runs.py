@@ -356,6 +356,12 @@ class _Run:
         pod = f"{self.spec['pipelineInfo']['name']}-{uuid.uuid4().hex[:5]}-system-container-impl"
         environment.update(KFP_POD_NAME=f"{pod}-{uuid.uuid4().int % 10**10}",
                            KFP_POD_UID=str(uuid.uuid4()))  # fmt: skip
+        kubernetes = self.cluster.kubernetes
+        if kubernetes is not None:
+            namespace = (kubernetes.service_account / "namespace").read_text().strip()
+            kubernetes.pod_created(
+                namespace, environment["KFP_POD_NAME"], environment["KFP_POD_UID"]
+            )
         for variable in container.get("env", []):
             environment[variable["name"]] = variable["value"]
         secret_variables = []

@@ -14,7 +14,16 @@ refuses what the real one refuses:
 - reading one: 200, or 404 NotFound; each read moves the job one step along the
   story the test gives it (conditions, as the operator sets them), the last step
   staying;
+- a TrainJob the API server takes but whose JobSet JobSet's webhook refuses
+  (``trainjob_contract.jobset_webhook_errors``): 201, then never a condition, and the
+  Trainer's Warning event on it (reason ``TrainJobResourcesCreationFailed``), as the
+  Trainer leaves it (pkg/controller/trainjob_controller.go:107-119), its count raised
+  at each read as the controller's retries raise it;
+- listing events by ``involvedObject.name`` (``fieldSelector``): core/v1 Events, those a
+  test or the rule above recorded (``warn``);
 - deleting one: 200 with a Success Status, or 404;
+- reading a pod by name (the task's own, ``add_task_pod``): 200 with its service account
+  and image pull secrets, or 404;
 - listing pods by the job's label (a TFJob's ``training.kubeflow.org/job-name``, each pod
   labelled with its ``replica-index`` as the operator labels them; a TrainJob's JobSet's
   ``jobset.sigs.k8s.io/jobset-name``, each pod annotated with its completion index as
@@ -50,13 +59,19 @@ import yaml
 
 from conftest import REPO_ROOT
 from tfjob_contract import schema_errors, webhook_errors
-from trainjob_contract import trainjob_schema_errors, trainjob_webhook_errors
+from trainjob_contract import (
+    jobset_webhook_errors,
+    trainjob_schema_errors,
+    trainjob_webhook_errors,
+)
 
 _JOBS = re.compile(
     r"^/apis/(kubeflow\.org/v1/namespaces/([^/]+)/tfjobs"
     r"|trainer\.kubeflow\.org/v1alpha1/namespaces/([^/]+)/trainjobs)(?:/([^/]+))?$"
 )
 _PODS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods$")
+_POD = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)$")
+_EVENTS = re.compile(r"^/api/v1/namespaces/([^/]+)/events$")
 _LOG = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/log$")
 # k8s/'s TrainingRuntime, the one the cluster's namespaces hold.
 RUNTIME = REPO_ROOT / "k8s" / "components" / "trainjob-workers" / "runtime.yaml"
@@ -107,6 +122,8 @@ class FakePod:
     restarted_after: int | None = None  # the exit code before a restart (lastState)
     log: str = ""
     previous_log: str = ""
+    waiting: tuple[str, str] | None = None  # a container kubelet cannot start: reason, message
+    unschedulable: str | None = None  # the scheduler's message for a pod it cannot place
 
 
 def condition(kind: str, message: str = "") -> dict:
@@ -133,6 +150,11 @@ class FakeK8sApi:
         self.requests: list[tuple[str, str]] = []
         self.deleted: list[str] = []
         self.rejections: list[tuple[int, str]] = []
+        # The pods the tasks run in, by (namespace, name); each job's controller's events.
+        self.task_pods: dict[tuple[str, str], dict] = {}
+        self.events: dict[str, list[dict]] = {}
+        # The events a controller keeps recording again (its retries), by event name.
+        self.retried: set[str] = set()
         self.read = threading.Event()
         # Told of each job created (namespace, job) and deleted (namespace, name).
         self.operator = None
@@ -140,6 +162,17 @@ class FakeK8sApi:
     def handle(self, method: str, path: str, query: dict, body: bytes) -> tuple[int, object]:
         self.requests.append((method, path))
         jobs, pods, log = _JOBS.match(path), _PODS.match(path), _LOG.match(path)
+        pod, events = _POD.match(path), _EVENTS.match(path)
+        if events and method == "GET":
+            selector = query.get("fieldSelector", [""])[0]
+            involved = selector.removeprefix("involvedObject.name=")
+            return 200, {"kind": "EventList", "apiVersion": "v1",
+                         "items": list(self.events.get(involved, []))}  # fmt: skip
+        if pod and method == "GET":
+            found = self.task_pods.get((pod.group(1), pod.group(2)))
+            if found is None:
+                return _status(404, "NotFound", f'pods "{pod.group(2)}" not found')
+            return 200, found
         if jobs:
             plural = "tfjobs" if jobs.group(2) else "trainjobs"
             namespace, name = jobs.group(2) or jobs.group(3), jobs.group(4)
@@ -152,6 +185,11 @@ class FakeK8sApi:
                 return _status(404, "NotFound", f'{resource} "{key[1]}" not found')
             if method == "GET":
                 self.read.set()
+                for involved, events in self.events.items():  # the controllers' retries
+                    for event in events:
+                        retried = event["metadata"]["name"] in self.retried
+                        if involved.startswith(key[1]) and retried:
+                            event["count"] += 1
                 return 200, self._advance(key)
             if method == "DELETE":
                 del self.jobs[key]
@@ -206,9 +244,48 @@ class FakeK8sApi:
         created["metadata"].update(uid=str(uuid.uuid4()), resourceVersion="1", generation=1)
         created["status"] = {}
         self.jobs[(namespace, name)] = created
+        refused = jobset_webhook_errors(created, _runtime()) if plural == "trainjobs" else []
+        if refused:
+            message = (
+                "TrainJob resources reconciliation failed: admission webhook "
+                f'"vjobset.kb.io" denied the request: {", ".join(refused)}'
+            )
+            self.warn(namespace, name, "TrainJobResourcesCreationFailed", message)
+            return 201, created
         if self.operator is not None:
             self.operator.created(namespace, json.loads(json.dumps(created)))
         return 201, created
+
+    def add_task_pod(
+        self, namespace: str, name: str, uid: str, service_account: str, pull_secrets=()
+    ) -> None:
+        """A task's pod, as the API server holds it once KFP's driver has made it."""
+        self.task_pods[(namespace, name)] = {
+            "kind": "Pod",
+            "apiVersion": "v1",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "spec": {
+                "serviceAccountName": service_account,
+                "imagePullSecrets": [{"name": s} for s in pull_secrets],
+                "containers": [{"name": "main", "image": "task"}],
+            },
+        }
+
+    def warn(
+        self, namespace: str, involved: str, reason: str, message: str, retried: bool = True
+    ) -> dict:
+        """Records a controller's Warning event on object INVOLVED, counted again at each read
+        of the job it concerns while RETRIED (its controller failing again); returns it."""
+        event = {
+            "kind": "Event", "apiVersion": "v1",
+            "metadata": {"name": f"{involved}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+            "involvedObject": {"name": involved, "namespace": namespace},
+            "type": "Warning", "reason": reason, "message": message, "count": 1,
+        }  # fmt: skip
+        self.events.setdefault(involved, []).append(event)
+        if retried:
+            self.retried.add(event["metadata"]["name"])
+        return event
 
     def set_conditions(self, namespace: str, name: str, conditions: list[dict]) -> None:
         """The operator's update of a job's status (the job may be gone)."""
@@ -254,6 +331,9 @@ def _pod(pod: FakePod) -> dict:
     }
     if pod.restarted_after is not None:
         status["lastState"] = terminated(pod.restarted_after)
+    if pod.waiting is not None:
+        status["state"] = {"waiting": {"reason": pod.waiting[0], "message": pod.waiting[1]}}
+        status["ready"] = False
     # A TFJob's worker's pod is <job>-worker-<index> (pkg/core/utils.go:30).
     index = str(pod.index if pod.index is not None else pod.name.rpartition("-")[2])
     metadata = {"name": pod.name, "labels": {_KINDS[pod.kind].job_label: pod.job}}
@@ -261,13 +341,20 @@ def _pod(pod: FakePod) -> dict:
         metadata["labels"]["training.kubeflow.org/replica-index"] = index
     else:
         metadata["annotations"] = {"batch.kubernetes.io/job-completion-index": index}
-    return {
+    pending = pod.waiting is not None or pod.unschedulable is not None
+    result = {
         "metadata": metadata,
         "status": {
-            "phase": "Failed" if pod.exit_code else "Running",
-            "containerStatuses": [status],
+            "phase": "Pending" if pending else "Failed" if pod.exit_code else "Running",
+            "containerStatuses": [] if pod.unschedulable is not None else [status],
         },
     }
+    if pod.unschedulable is not None:
+        result["status"]["conditions"] = [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "message": pod.unschedulable}
+        ]  # fmt: skip
+    return result
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,6 +12,11 @@ What it does as the operator does (kubeflow/trainer v1.9.4, 4445c12a):
 - ``TF_CONFIG`` (pkg/controller.v1/tensorflow/tensorflow.go, genClusterSpec and
   genTFConfigJSONStr): ``cluster.worker`` lists ``<job>-worker-<i>.<namespace>.svc:<port>``
   in index order, ``task`` is this pod's type and index, ``environment`` "cloud";
+- Istio: in a namespace labelled for injection (``istio_namespaces``, as a Kubeflow
+  profile's is), a worker pod whose template lacks ``sidecar.istio.io/inject: "false"``
+  gets a proxy container that never exits (istio/istio pkg/kube/inject/inject.go,
+  injectRequired: the annotation turns injection off), and the pod ends only when every
+  container has: such a job never succeeds, as on a cluster;
 - conditions: Created, then Running once the pods start, then Succeeded when every
   worker exited 0 (``successPolicy: AllWorkers``), Failed as soon as one exits non-zero
   (the job's message names it).
@@ -39,6 +44,7 @@ from fake_k8s_api import FakeK8sApi, FakePod, condition
 
 # A worker's longest run here: the harness's own limit for a pod's container.
 WORKER_TIMEOUT_S = 600
+ISTIO_INJECT = "sidecar.istio.io/inject"
 
 
 class FakeTFOperator:
@@ -50,6 +56,7 @@ class FakeTFOperator:
       claims: the cluster's PersistentVolumeClaims, by name, as folders.
       secrets: the cluster's Secrets, by name (key -> value).
       network: variables every pod gets in place of the cluster's network routes.
+      istio_namespaces: the namespaces labelled for Istio's sidecar injection.
     """
 
     def __init__(
@@ -59,8 +66,9 @@ class FakeTFOperator:
         claims: Mapping[str, Path],
         secrets: Mapping[str, Mapping[str, str]],
         network: Mapping[str, str],
+        istio_namespaces: tuple[str, ...] = (),
     ) -> None:
-        self.api, self.scratch = api, scratch
+        self.api, self.scratch, self.istio_namespaces = api, scratch, istio_namespaces
         self.claims, self.secrets, self.network = claims, secrets, network
         self.jobs: list[dict] = []  # every job it was given, as created
         self.tf_configs: dict[str, dict] = {}  # each worker's TF_CONFIG, by pod name
@@ -90,6 +98,8 @@ class FakeTFOperator:
         worker = job["spec"]["tfReplicaSpecs"]["Worker"]
         pod_spec = worker["template"]["spec"]
         [container] = [c for c in pod_spec["containers"] if c["name"] == "tensorflow"]
+        annotations = worker["template"].get("metadata", {}).get("annotations", {})
+        proxied = namespace in self.istio_namespaces and annotations.get(ISTIO_INJECT) != "false"
         self.api.set_conditions(namespace, name, [condition("Created")])
         pods = [f"{name}-worker-{i}" for i in range(worker["replicas"])]
         addresses = [f"{pod}.{namespace}.svc:{_free_port()}" for pod in pods]
@@ -100,9 +110,17 @@ class FakeTFOperator:
         hosts.chmod(0o644)
         try:
             options = self._options(container, pod_spec)
-        except KeyError:
-            # kubelet never starts such a pod (CreateContainerConfigError, or Pending on a
-            # missing claim), and the operator leaves the job Created: the task times out.
+        except KeyError as e:
+            # kubelet never starts such a pod, and the operator leaves the job Created.
+            missing = e.args[0]
+            for pod in pods:
+                if missing.startswith("persistentvolumeclaim"):
+                    record = FakePod(name=pod, job=name, unschedulable=missing)
+                else:
+                    record = FakePod(
+                        name=pod, job=name, waiting=("CreateContainerConfigError", missing)
+                    )
+                self.api.pods.append(record)
             return
         podman("pod", "create", "--name", name, "--network", "host")
         self._pods.add(name)
@@ -121,11 +139,16 @@ class FakeTFOperator:
             if started.returncode:
                 self._fail(namespace, name, f"{pod} did not start: {started.stderr.strip()}")
                 return
+            if proxied:
+                podman(
+                    "run", "--detach", "--pod", name, "--name", f"{pod}-istio-proxy",
+                    container["image"], "sleep", "infinity",
+                )  # fmt: skip
             self.api.pods.append(FakePod(name=pod, job=name))
         self.api.set_conditions(
             namespace, name, [{**condition("Created"), "status": "False"}, condition("Running")]
         )
-        self._wait(namespace, name, pods)
+        self._wait(namespace, name, pods, proxied)
 
     def _options(self, container: Mapping, pod_spec: Mapping) -> list[str]:
         """podman's options for the container's variables and claims.
@@ -141,7 +164,11 @@ class FakeTFOperator:
                 ref = variable["valueFrom"]["secretKeyRef"]
                 secret = self.secrets.get(ref["name"])
                 if secret is None or ref["key"] not in secret:
-                    raise KeyError(f"secret {ref['name']!r} or its key {ref['key']!r} not found")
+                    raise KeyError(
+                        f"couldn't find key {ref['key']} in Secret {ref['name']}"
+                        if secret is not None
+                        else f'secret "{ref["name"]}" not found'
+                    )
                 value = secret[ref["key"]]
             else:
                 value = variable["value"]
@@ -154,13 +181,14 @@ class FakeTFOperator:
         for mount in container.get("volumeMounts", []):
             claim = claims[mount["name"]]
             if claim not in self.claims:
-                raise KeyError(f"persistentvolumeclaim {claim!r} not found")
+                raise KeyError(f'persistentvolumeclaim "{claim}" not found')
             options += ["-v", f"{self.claims[claim]}:{mount['mountPath']}"]
         return options
 
-    def _wait(self, namespace: str, name: str, pods: list[str]) -> None:
+    def _wait(self, namespace: str, name: str, pods: list[str], proxied: bool) -> None:
         """The job's last conditions: Failed when a worker exits non-zero, Succeeded when all
-        exited 0; each exited worker's code and log on its pod."""
+        exited 0 (a pod with Istio's proxy never ends); each exited worker's code and log on
+        its pod."""
         deadline, failed, done = time.monotonic() + WORKER_TIMEOUT_S, None, set()
         while failed is None and len(done) < len(pods):
             if time.monotonic() > deadline:
@@ -173,7 +201,7 @@ class FakeTFOperator:
             for pod in sorted(set(pods) - done):
                 state = podman("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", pod)
                 status, _, code = state.stdout.strip().partition(" ")
-                if status not in ("exited", "stopped"):
+                if status not in ("exited", "stopped") or proxied:
                     continue
                 done.add(pod)
                 logs = podman("logs", pod)

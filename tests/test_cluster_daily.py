@@ -56,7 +56,7 @@ from fake_k8s_api import FakeK8sApi, FakeK8sServer, write_service_account
 from fake_tf_operator import FakeTFOperator
 from tfrecord_pipelines.components.spans.artifacts import span_of
 from tfrecord_pipelines.kubeflow import examples_in_store
-from tfrecord_pipelines.kubeflow.training_job import job_api
+from tfrecord_pipelines.kubeflow.training_job import job_api, tf_job
 
 pytestmark = [pytest.mark.e2e, pytest.mark.image]
 
@@ -81,6 +81,8 @@ CLUSTERS = ("KFP defaults: MinIO root, PVC", "gs:// root, state and models in GC
 STATE_TASKS = {"ShardedExampleGen", "SpanWindow", "RecordRun"}
 NAMESPACE = "kubeflow-user-example-com"
 TRAINER_WORKERS = 2
+# The registry credentials the namespace's pods pull the image with.
+PULL_SECRETS = ("registry-credentials",)
 
 
 class Days:
@@ -176,8 +178,11 @@ def clusters(servers, tmp_path_factory, component_image) -> dict[str, Days]:
     api = FakeK8sApi()
     account = write_service_account(folder / "serviceaccount", NAMESPACE)
     server = FakeK8sServer(api, in_cluster=account)
-    operator = FakeTFOperator(api, folder, {SERVING_PVC: claim}, secrets, with_data_store)
-    kubernetes = InClusterApi(server.port, account.folder)
+    # A Kubeflow profile's namespace: labelled for Istio's sidecar injection.
+    operator = FakeTFOperator(
+        api, folder, {SERVING_PVC: claim}, secrets, with_data_store, istio_namespaces=(NAMESPACE,)
+    )
+    kubernetes = InClusterApi(server.port, account.folder, api=api, pull_secrets=PULL_SECRETS)
     cluster = Cluster(
         stores, {SERVING_PVC: claim}, secrets, with_data_store, kubernetes=kubernetes,
         services={RELEASE_ENDPOINTS["2.16"]: s3_url},
@@ -257,14 +262,23 @@ def test_the_trainer_trains_in_a_tfjob_whose_workers_read_their_own_shards(clust
     deleted after."""
     days = clusters[CLUSTERS[0]]
     operator, jobs = days.operator, days.operator.jobs
+    api = operator.api
     trainers = [records["Trainer"] for records in days.runs.values()]
     assert len(jobs) == len(trainers)
     for job, trainer in zip(jobs, trainers, strict=True):
         name = job["metadata"]["name"]
         [owner] = job["metadata"]["ownerReferences"]
-        assert (owner["kind"], name) == ("Pod", job_api.job_name(owner["name"]))
+        max_name = tf_job.API.max_name(TRAINER_WORKERS)
+        assert (owner["kind"], name) == ("Pod", job_api.job_name(owner["name"], max_name))
         assert job["metadata"]["namespace"] == NAMESPACE
-        assert job["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] == TRAINER_WORKERS
+        worker = job["spec"]["tfReplicaSpecs"]["Worker"]
+        assert worker["replicas"] == TRAINER_WORKERS
+        # Issue 90: the task's identity (its pod's account, as the API holds it) and no proxy
+        # (the namespace is Istio's; a proxied worker would never end).
+        task_pod = api.task_pods[(NAMESPACE, owner["name"])]["spec"]
+        assert worker["template"]["spec"]["serviceAccountName"] == task_pod["serviceAccountName"]
+        assert worker["template"]["spec"]["imagePullSecrets"] == task_pod["imagePullSecrets"]
+        assert worker["template"]["metadata"]["annotations"] == job_api.NO_SIDECAR
         assert name in operator.api.deleted
         shares = {}
         for index in range(TRAINER_WORKERS):

@@ -12,7 +12,7 @@ import copy
 import kubernetes_validate
 import pytest
 
-from tfjob_contract import object_name_errors, schema_errors, webhook_errors
+from tfjob_contract import object_name_errors, past_backoff_limit, schema_errors, webhook_errors
 from tfrecord_pipelines.kubeflow.training_job import job_api, tf_job
 from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
 
@@ -22,8 +22,9 @@ POD = "daily-pipeline-8kqzt-system-container-impl-2904817311"
 
 
 def _job(**overrides) -> dict:
+    workers = overrides.get("workers", 4)
     arguments = dict(
-        name=job_api.job_name(POD),
+        name=job_api.job_name(POD, tf_job.API.max_name(workers)),
         namespace="kubeflow-user-example-com",
         image="ghcr.io/tfrecord-pipelines/tfrecord-pipelines:0.1.0-gpu",
         command=["python", "-m", "tfrecord_pipelines.kubeflow.kfp_executor", "--worker"],
@@ -66,7 +67,7 @@ def test_the_job_runs_every_worker_to_its_end_and_restarts_a_failed_one():
     job = _job()
     spec = job["spec"]
     assert spec["successPolicy"] == "AllWorkers"
-    assert spec["runPolicy"] == {"cleanPodPolicy": "None", "backoffLimit": 3}
+    assert spec["runPolicy"] == {"cleanPodPolicy": "None", "backoffLimit": 3 * 4 + 1}
     [(kind, worker)] = spec["tfReplicaSpecs"].items()
     assert (kind, worker["replicas"], worker["restartPolicy"]) == ("Worker", 4, "OnFailure")
     [container] = worker["template"]["spec"]["containers"]
@@ -101,14 +102,42 @@ def test_a_cpu_worker_asks_for_no_accelerator():
     ],
 )
 def test_every_pod_name_gives_a_name_the_workers_can_carry(pod_name):
-    name = job_api.job_name(pod_name)
+    max_name = tf_job.API.max_name(job_api.MAX_WORKERS)
+    name = job_api.job_name(pod_name, max_name)
     job = _job(name=name, workers=job_api.MAX_WORKERS)
     assert webhook_errors(job) == [] and object_name_errors(job) == [], name
-    assert name != job_api.job_name(pod_name + "-2")
+    assert name != job_api.job_name(pod_name + "-2", max_name)
 
 
 def test_a_short_valid_pod_name_is_kept():
-    assert job_api.job_name("trainer-pod-1") == "trainer-pod-1"
+    assert job_api.job_name("trainer-pod-1", tf_job.API.max_name(2)) == "trainer-pod-1"
+
+
+@pytest.mark.parametrize("workers", [2, 3, 8, job_api.MAX_WORKERS])
+def test_the_job_survives_one_fault_of_every_worker_as_the_operator_counts(workers):
+    """Issue 90, finding 4: one fault restarts every worker; the operator sums the restarts
+    (PastBackoffLimit). The compiled 3 faults of every worker survive, a fourth fails it."""
+    job = _job(workers=workers)
+    for faults in range(job_api.DEFAULT_BACKOFF_LIMIT + 1):
+        assert not past_backoff_limit(job, [faults] * workers), faults
+    assert past_backoff_limit(job, [job_api.DEFAULT_BACKOFF_LIMIT + 1] * workers)
+    # As compiled before (backoffLimit 3), one fault of three workers failed the job.
+    before = copy.deepcopy(job)
+    before["spec"]["runPolicy"]["backoffLimit"] = 3
+    assert past_backoff_limit(before, [1, 1, 1])
+    assert past_backoff_limit(_job(workers=workers, backoff_limit=0), [0] * (workers - 1) + [1])
+
+
+def test_the_workers_run_as_the_task_without_istios_proxy():
+    """Issue 90, findings 1 and 3: the task's service account and pull secrets on every
+    worker, and the annotation that keeps Istio's proxy out of a profile namespace's pods."""
+    job = _job(image_pull_secrets=["registry"])
+    [worker] = job["spec"]["tfReplicaSpecs"].values()
+    assert worker["template"]["metadata"]["annotations"] == {"sidecar.istio.io/inject": "false"}
+    spec = worker["template"]["spec"]
+    assert spec["serviceAccountName"] == "tfrecord-pipelines-runner"
+    assert spec["imagePullSecrets"] == [{"name": "registry"}]
+    assert schema_errors(job) == webhook_errors(job) == []
 
 
 def test_the_contract_refuses_what_the_operator_refuses():
@@ -139,7 +168,7 @@ def test_the_contract_refuses_what_the_operator_refuses():
         ({"workers": 1}, "2 to 999 trainer workers, got 1"),
         ({"workers": 1000}, "got 1000"),
         ({"name": "Trainer"}, "'Trainer' must be a DNS-1035 label"),
-        ({"name": "a" * 53}, "at most 52 characters"),
+        ({"name": "a" * 55}, "at most 54 characters for 4 workers"),
         ({"backoff_limit": -1}, "backoff_limit must be 0 or more"),
         ({"image": ""}, "the task's image and a command"),
     ],

@@ -21,6 +21,7 @@ from kubernetes import client
 
 from conftest import REPO_ROOT
 from fake_k8s_api import FakeK8sApi, FakeK8sServer, FakePod, story, write_service_account
+from tfrecord_pipelines.kubeflow import job_trainer
 from tfrecord_pipelines.kubeflow.training_job import job_runner, tf_job, train_job
 from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
 
@@ -267,7 +268,26 @@ def test_the_role_grants_the_calls_the_task_makes_and_nothing_more(api):
     api.pods = [FakePod(f"{NAME}-worker-0", NAME, exit_code=1, log="ValueError\n")]
     with pytest.raises(job_runner.JobFailed):
         _run(api)
+    _read_task_identity(api)
     assert {_permission(method, path) for method, path in api.requests} == _granted(RBAC)
+
+
+TASK_POD = "penguins-x7k2q-system-container-impl-1234567890"
+
+
+def _read_task_identity(api):
+    """The task's read of its own pod (``job_trainer.task_identity``), before it makes a job."""
+    api.add_task_pod(NAMESPACE, TASK_POD, "uid-1", "default-editor", ("registry",))
+    return job_trainer.task_identity(api.clients["core"], NAMESPACE, TASK_POD)
+
+
+def test_the_workers_get_the_task_pods_account_and_pull_secrets(api):
+    """Issue 90, finding 3: read from the task's pod as the API server holds it; a pod it
+    cannot read fails the task in one line, never a worker running as ``default``."""
+    assert _read_task_identity(api) == ("default-editor", ["registry"])
+    with pytest.raises(RuntimeError, match="cannot read its own pod") as e:
+        job_trainer.task_identity(api.clients["core"], NAMESPACE, "another-pod")
+    assert "\n" not in str(e.value) and "not found" in str(e.value)
 
 
 # A TrainJob's JobSet names its pods <job>-node-0-<index>-<suffix>: the index is read from
@@ -334,11 +354,91 @@ TRAINJOB_RBAC = REPO_ROOT / "k8s" / "components" / "trainjob-workers" / "rbac.ya
 
 
 def test_the_trainjob_role_grants_the_calls_the_task_makes_and_nothing_more(api):
-    api.stories[NAME] = story("Complete")
+    # No condition at the first read (the JobSet being made), then Complete.
+    api.stories[NAME] = [[], *story("Complete")]
     api.pods = _trainjob_pods([0, 0, 0], ["", "", ""])
     job_runner.run(_train_job(), api=train_job.API, **api.clients, timeout_s=30, poll_s=0.01)
     api.stories[NAME] = story("Failed")
     api.pods = _trainjob_pods([1, None, None], ["x\n", "", ""])
     with pytest.raises(job_runner.JobFailed):
         job_runner.run(_train_job(), api=train_job.API, **api.clients, timeout_s=30, poll_s=0.01)
+    _read_task_identity(api)
     assert {_permission(method, path) for method, path in api.requests} == _granted(TRAINJOB_RBAC)
+
+
+def test_a_trainjob_whose_jobset_jobset_refuses_fails_the_task_in_minutes(api):
+    """The stand-in as the Trainer and JobSet leave such a TrainJob (issue 90, finding 2):
+    taken, then never a condition, only the Trainer's Warning event, raised at each retry.
+    The task fails on it after ``stuck_s`` (finding 6), not at its timeout of a day.
+    ``job_api.job_name`` never makes such a name (test_train_job)."""
+    long_name = "t" * 49  # <name>-node-0-2-abcde is 64 characters (train_job refuses it)
+    job = _train_job()
+    job["metadata"]["name"] = long_name
+    with pytest.raises(job_runner.JobFailed) as failed:
+        job_runner.run(
+            job, api=train_job.API, **api.clients, timeout_s=86_400, poll_s=0.01, stuck_s=0.05
+        )
+    [event] = api.events[long_name]
+    assert event["reason"] == "TrainJobResourcesCreationFailed"
+    assert api.rejections == [] and api.deleted == [long_name]
+    message = str(failed.value)
+    assert message.startswith(f"TrainJob {NAMESPACE}/{long_name} cannot start: {long_name} ")
+    assert "TrainJobResourcesCreationFailed" in message and "\n" not in message
+    assert "pod names generated for this JobSet will exceed 63 characters" in message
+
+
+@pytest.mark.parametrize(
+    ("pod", "words"),
+    [
+        (
+            {"unschedulable": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."},
+            "Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+        ),
+        (
+            {"waiting": ("ImagePullBackOff", 'Back-off pulling image "registry/x:1"')},
+            'ImagePullBackOff: Back-off pulling image "registry/x:1"',
+        ),
+        (
+            {"waiting": ("CreateContainerConfigError", 'secret "s3-keys" not found')},
+            'CreateContainerConfigError: secret "s3-keys" not found',
+        ),
+    ],
+)
+def test_a_worker_that_cannot_start_fails_the_task_in_minutes(api, pod, words):
+    """Issue 90, finding 6: the same cause for ``stuck_s`` (5 minutes unless told) fails the
+    task in one line naming the pod and the cause; before, it waited out the day."""
+    api.stories[NAME] = story("Created")
+    api.pods = [
+        FakePod(f"{NAME}-worker-0", NAME),
+        FakePod(f"{NAME}-worker-1", NAME, **pod),
+    ]
+    with pytest.raises(job_runner.JobFailed) as failed:
+        job_runner.run(
+            _job(), api=tf_job.API, **api.clients, timeout_s=86_400, poll_s=0.01, stuck_s=0.05
+        )
+    message = str(failed.value)
+    assert message.startswith(f"TFJob {NAMESPACE}/{NAME} cannot start: {NAME}-worker-1 {words}")
+    assert message.endswith("; deleted") and "\n" not in message
+    assert api.deleted == [NAME]
+
+
+def test_a_pod_the_operator_cannot_make_fails_the_task_but_an_old_event_does_not(api):
+    """A quota's refusal, recorded again at each of the operator's retries, fails the task;
+    the same event no longer recorded (the cause gone) is no cause: the job succeeds."""
+    quota = (
+        'Error creating: pods "trainer-worker-1" is forbidden: exceeded quota: gpu-quota, '
+        "requested: requests.nvidia.com/gpu=2, used: requests.nvidia.com/gpu=2, limited: "
+        "requests.nvidia.com/gpu=2"
+    )
+    api.stories[NAME] = story("Created")
+    api.warn(NAMESPACE, NAME, "FailedCreatePod", quota)
+    with pytest.raises(job_runner.JobFailed, match="cannot start: .* FailedCreatePod: Error"):
+        job_runner.run(_job(), api=tf_job.API, **api.clients, timeout_s=60, poll_s=0.01,
+                       stuck_s=0.05)  # fmt: skip
+    api.stories[NAME] = story("Created", "Created", "Running", "Running", "Succeeded")
+    api.events.clear()
+    api.warn(NAMESPACE, NAME, "FailedCreatePod", quota, retried=False)
+    api.pods = [FakePod(f"{NAME}-worker-0", NAME, exit_code=0, log="done\n")]
+    outcome = job_runner.run(_job(), api=tf_job.API, **api.clients, timeout_s=60, poll_s=0.05,
+                             stuck_s=0.05)  # fmt: skip
+    assert outcome.state == "Succeeded"

@@ -32,6 +32,7 @@ from tfrecord_pipelines.kubeflow.training_job import (
 )
 from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
 from trainjob_contract import (
+    jobset_webhook_errors,
     node_env,
     runtime_schema_errors,
     runtime_webhook_errors,
@@ -53,7 +54,7 @@ PLACEMENT = TaskPlacement(
 )
 
 
-def _job(workers: int = 4, **template_overrides) -> dict:
+def _job(workers: int = 4, service_account=None, image_pull_secrets=(), **template_overrides):
     template = trainer_job_spec.worker_template(
         **{
             "workers": workers,
@@ -66,10 +67,12 @@ def _job(workers: int = 4, **template_overrides) -> dict:
         }
     )
     return template.job(
-        name=job_api.job_name(POD),
+        name=job_api.job_name(POD, train_job.API.max_name(template.workers)),
         namespace="kubeflow-user-example-com",
         command=["python", "-m", "tfrecord_pipelines.kubeflow.kfp_executor", "--tfjob_worker"],
         owner={"name": POD, "uid": "6f1c0a52-1b64-4ad4-9d3f-2b8f2e7c1d90"},
+        service_account=service_account,
+        image_pull_secrets=image_pull_secrets,
     )
 
 
@@ -108,6 +111,54 @@ def test_the_job_is_what_the_crd_schema_and_the_webhook_accept():
         }
     ]
     assert job["metadata"]["ownerReferences"][0]["name"] == POD
+    assert jobset_webhook_errors(job, RUNTIME) == []
+
+
+def test_the_workers_run_as_the_task_without_istios_proxy():
+    """Issue 90, findings 1 and 3, as a TrainJob's patch of the ``node`` pods says it; the
+    runtime says no proxy too, for a TrainJob made by hand."""
+    job = _job(service_account="default-editor", image_pull_secrets=("registry",))
+    [patch] = job["spec"]["runtimePatches"]
+    [node] = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    pod_template = node["template"]["spec"]["template"]
+    assert pod_template["metadata"]["annotations"] == job_api.NO_SIDECAR
+    assert pod_template["spec"]["serviceAccountName"] == "default-editor"
+    assert pod_template["spec"]["imagePullSecrets"] == [{"name": "registry"}]
+    assert trainjob_schema_errors(job) == trainjob_webhook_errors(job, RUNTIME) == []
+    [rjob] = RUNTIME["spec"]["template"]["spec"]["replicatedJobs"]
+    assert rjob["template"]["spec"]["template"]["metadata"]["annotations"] == job_api.NO_SIDECAR
+
+
+def test_each_worker_may_fault_as_often_as_a_tfjob_worker():
+    """Issue 90, finding 4: the runtime's Job counts each index's faults apart (one fault
+    aborts every worker), as many as the compiled default of a TFJob's."""
+    [rjob] = RUNTIME["spec"]["template"]["spec"]["replicatedJobs"]
+    job_spec = rjob["template"]["spec"]
+    assert job_spec["backoffLimitPerIndex"] == job_api.DEFAULT_BACKOFF_LIMIT
+    assert "backoffLimit" not in job_spec and job_spec["maxFailedIndexes"] == 0
+    # Kubernetes takes backoffLimitPerIndex only with restartPolicy Never.
+    assert job_spec["template"]["spec"]["restartPolicy"] == "Never"
+
+
+# A recurring run's task pod (a schedule's name, its timestamp, KFP's driver's suffix).
+RECURRING_POD = "daily-events-training-schedule-1764633600-system-container-impl-3141592653"
+
+
+@pytest.mark.parametrize("workers", [2, 3, 10, 11, 100, job_api.MAX_WORKERS])
+@pytest.mark.parametrize("pod_name", [POD, RECURRING_POD, "a" * 63, "t" * 49])
+def test_every_task_pod_gives_a_name_jobset_takes(pod_name, workers):
+    """Issue 90, finding 2: JobSet's webhook refuses a JobSet whose last pod's name is over
+    63 characters; the TrainJob then waits, never Failed. Every name fits, for any count."""
+    name = job_api.job_name(pod_name, train_job.API.max_name(workers))
+    job = _job(workers=workers)
+    job["metadata"]["name"] = name
+    job["spec"]["trainer"]["env"] = train_job.tf_config_env(name, workers)
+    assert jobset_webhook_errors(job, RUNTIME) == [], name
+    assert trainjob_schema_errors(job) == [], name
+    assert name != job_api.job_name(pod_name + "-2", train_job.API.max_name(workers))
+    # Cut to 52 characters, as every kind's names were, each of these was refused.
+    job["metadata"]["name"] = job_api.job_name(pod_name, 52)
+    assert jobset_webhook_errors(job, RUNTIME) != []
 
 
 def test_each_pod_gets_the_tf_config_a_tfjob_worker_would():
@@ -163,9 +214,11 @@ def test_the_contract_refuses_what_trainer_v2_refuses():
     assert "Only one of the policy" in runtime_schema_errors(runtime)[-1]
 
 
-def test_a_job_without_placement_has_no_patch_and_a_cpu_worker_no_limits():
+def test_a_job_without_placement_patches_only_the_annotation_and_a_cpu_worker_no_limits():
     job = _job(placement=TaskPlacement(), resources=TrainerResources(gpus=0))
-    assert "runtimePatches" not in job["spec"]
+    [patch] = job["spec"]["runtimePatches"]
+    [node] = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    assert node["template"]["spec"]["template"] == {"metadata": {"annotations": job_api.NO_SIDECAR}}
     assert "resourcesPerNode" not in job["spec"]["trainer"]
     assert trainjob_schema_errors(job) == trainjob_webhook_errors(job, RUNTIME) == []
 

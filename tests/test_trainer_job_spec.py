@@ -55,7 +55,8 @@ def _template(**overrides) -> worker_template.WorkerTemplate:
 def test_each_worker_is_the_trainers_pod_again_and_the_job_is_what_the_operator_takes():
     template = _template()
     job = template.job(
-        name=job_api.job_name(POD), namespace="team-a", command=["python", "-m", "x"],
+        name=job_api.job_name(POD, template.api.max_name(template.workers)),
+        namespace="team-a", command=["python", "-m", "x"],
         owner={"name": POD, "uid": "uid-1"},
     )  # fmt: skip
     assert schema_errors(job) == webhook_errors(job) == object_name_errors(job) == []
@@ -196,6 +197,9 @@ def test_workers_without_a_shard_each_are_refused_before_compiling(tmp_path, arg
     assert not (tmp_path / "p.yaml").exists()
 
 
+GUIDE_ACCOUNT = "default-editor"
+
+
 @pytest.mark.parametrize(
     ("compile_name", "command", "api_version"),
     [
@@ -215,13 +219,16 @@ def test_the_guides_jobs_are_the_ones_its_commands_make(
     shown = yaml.safe_load(block)
     pod = shown["metadata"]["ownerReferences"][0]["name"]
     _, custom_config = _trainer(compiled[compile_name])
-    made = worker_template.WorkerTemplate.from_custom_config(custom_config).job(
-        name=job_api.job_name(pod),
+    template = worker_template.WorkerTemplate.from_custom_config(custom_config)
+    made = template.job(
+        name=job_api.job_name(pod, template.api.max_name(template.workers)),
         namespace=shown["metadata"]["namespace"],
         command=job_trainer.worker_command(
             ["python", "-m", "tfrecord_pipelines.kubeflow.kfp_executor", "<the task's arguments>"]
         ),
         owner={"name": pod, "uid": "<the task pod's uid>"},
+        # The account KFP runs a Kubeflow profile's pods as, read from the task's pod.
+        service_account=GUIDE_ACCOUNT,
     )
     assert shown == made
 

@@ -10,6 +10,8 @@ which cannot run here:
   default ``--validate=strict`` (the server's Strict field validation).
 - ``webhook_errors``: ``pkg/webhooks/tensorflow/tfjob_webhook.go`` (``validateTFJob``)
   and ``pkg/common/util/webhooks.go`` (``ValidateRunPolicy``), rule by rule.
+- ``past_backoff_limit``: ``pkg/core/job.go:95-133`` (``PastBackoffLimit``): when the
+  restarts of a job's running pods, summed over its workers, fail it.
 - ``object_name_errors``: the names the operator gives the workers' pods and Services
   (``pkg/core/utils.go:30``), which Kubernetes requires to be DNS-1035 labels.
 """
@@ -84,3 +86,17 @@ def object_name_errors(job: dict) -> list[str]:
 
 if __name__ == "__main__":
     crd_schemas.write_schema(Path(sys.argv[1]), "v1", SCHEMA)
+
+
+def past_backoff_limit(job: dict, restarts: list[int]) -> bool:
+    """Whether the operator fails JOB whose running workers' containers restarted RESTARTS
+    times each (PastBackoffLimit: every replica of an OnFailure, Always or ExitCode policy;
+    no limit, never; a limit of 0, at the first restart)."""
+    limit = job["spec"].get("runPolicy", {}).get("backoffLimit")
+    if limit is None:
+        return False
+    policies = {s.get("restartPolicy") for s in job["spec"]["tfReplicaSpecs"].values()}
+    if not policies & {"OnFailure", "Always", "ExitCode"}:
+        return False
+    total = sum(restarts)
+    return total > 0 if limit == 0 else total >= limit

@@ -23,6 +23,14 @@ A contract test of kubeflow/trainer v2.3.0 (658725bda), which cannot run here:
   volcano return at once without their policy; jax validates nothing).
 - ``runtime_webhook_errors``: pkg/webhooks/trainingruntime_webhook.go:66-104: a
   replicated job of the trainer ancestor has one replica and a ``node`` container.
+- ``jobset_webhook_errors``: the JobSet the Trainer makes of a TrainJob (named as it, the
+  runtime's replicated jobs, the ``node`` Job's completions its ``numNodes``, PlainML),
+  as kubernetes-sigs/jobset v0.12.0's webhook checks it (pkg/webhooks/jobset_webhook.go:
+  234-256, ``placement.GenJobName`` and ``GenPodName``): each Job's name and its last
+  pod's name with a 5-letter suffix must be DNS-1035 labels. The Trainer applies the
+  JobSet after taking the TrainJob, and on a refusal records an event only
+  (pkg/controller/trainjob_controller.go:107-119): ``fake_k8s_api`` then leaves the
+  TrainJob without a condition.
 - ``node_env``: the variables the ``node`` container of pod INDEX gets: the runtime's,
   the TrainJob's upserted (plainml.go:55-65, apply.UpsertEnvVars), the completion-index
   annotation read by ``fieldRef``, and ``$(VAR)`` expanded as kubelet expands it
@@ -116,6 +124,31 @@ def runtime_webhook_errors(runtime: dict) -> list[str]:
                 f"{path}.template.spec.template.spec.containers: Invalid value: must have "
                 f"container with name {_ANCESTOR_CONTAINERS[ancestor]!r}"
             )
+    return errors
+
+
+def jobset_webhook_errors(job: dict, runtime: dict) -> list[str]:
+    """JobSet's webhook's complaints about the JobSet the Trainer makes of JOB."""
+    name, errors = job["metadata"]["name"], []
+    for rjob in _replicated_jobs(runtime):
+        replicas = rjob.get("replicas", 1)
+        spec = rjob["template"]["spec"]
+        completions = spec.get("completions", 1)
+        if rjob["name"] == NODE:  # PlainML: the trainer's Job runs numNodes pods.
+            completions = job["spec"]["trainer"].get("numNodes", completions)
+        longest_job = f"{name}-{rjob['name']}-{replicas - 1}"
+        if not dns_1035(longest_job):
+            errors.append(
+                "JobSet name is too long, job names generated for this JobSet will exceed 63 "
+                "characters"
+            )
+        if spec.get("completionMode") == "Indexed":
+            longest_pod = f"{longest_job}-{completions - 1}-abcde"
+            if not dns_1035(longest_pod):
+                errors.append(
+                    "JobSet name is too long, pod names generated for this JobSet will exceed "
+                    "63 characters"
+                )
     return errors
 
 

@@ -281,6 +281,7 @@ def _own_train_files(fn_args: FnArgs, workers: Workers) -> list[str]:
         len(own),
         len(every_file),
     )
+    logging.info("Trainer worker %d's train shards: %s", workers.index, " ".join(own))
     return own
 
 

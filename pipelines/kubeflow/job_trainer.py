@@ -17,8 +17,10 @@ uploads nothing over them.
 The task needs what KFP's driver gives every executor pod: ``KFP_POD_NAME`` and
 ``KFP_POD_UID`` (the job's name and its owner; compiler/argocompiler/common.go:42-56 of
 kubeflow/pipelines 7b70c7b95f68), and the pod's service account, whose namespace and
-token the in-cluster configuration reads (k8s/'s RBAC lets it manage its jobs and read
-its workers' pods and logs).
+token the in-cluster configuration reads (k8s/'s RBAC lets it manage its jobs, read its
+own pod and its workers' pods and logs). The workers run as the task's pod runs: its
+service account (so its cloud identity, Workload Identity or IRSA, and its role
+bindings) and its image pull secrets, read from the task's pod when the job is made.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from tfx.components.trainer import executor as trainer_executor
 from tfx.components.util import udf_utils
 
 from tfrecord_pipelines.components.trainer import workers
+from tfrecord_pipelines.kubeflow import api_errors
 from tfrecord_pipelines.kubeflow.training_job import job_api, job_runner, worker_template
 
 POD_NAME, POD_UID = "KFP_POD_NAME", "KFP_POD_UID"
@@ -88,17 +91,41 @@ def run_job(template: worker_template.WorkerTemplate, environ=os.environ) -> job
     with open(namespace_file, encoding="utf-8") as f:
         namespace = f.read().strip()
     config.load_incluster_config()
+    core = client.CoreV1Api()
+    account, pull_secrets = task_identity(core, namespace, environ[POD_NAME])
     job = template.job(
-        name=job_api.job_name(environ[POD_NAME]),
+        name=job_api.job_name(environ[POD_NAME], template.api.max_name(template.workers)),
         namespace=namespace,
         command=worker_command(list(sys.orig_argv)),
         owner={"name": environ[POD_NAME], "uid": environ[POD_UID]},
+        service_account=account,
+        image_pull_secrets=pull_secrets,
     )
     return job_runner.run(
         job,
         api=template.api,
         custom_objects=client.CustomObjectsApi(),
-        core=client.CoreV1Api(),
+        core=core,
         timeout_s=template.timeout_s,
         log=lambda line: logging.info("%s", line),
     )
+
+
+def task_identity(core, namespace: str, pod_name: str) -> tuple[str | None, list[str]]:
+    """The task pod's service account and image pull secrets, which its workers get.
+
+    Raises:
+      RuntimeError: the pod cannot be read (the task's Role lacks ``get`` on pods), in one
+        line: workers made without its identity would run as the namespace's default.
+    """
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        pod = core.read_namespaced_pod(pod_name, namespace)
+    except ApiException as e:
+        raise RuntimeError(
+            f"the task cannot read its own pod {namespace}/{pod_name} to give its service "
+            f"account to the workers: {api_errors.message_of(e) or f'{e.status} {e.reason}'}"
+        ) from None
+    secrets = [s.name for s in pod.spec.image_pull_secrets or [] if s.name]
+    return pod.spec.service_account_name, secrets

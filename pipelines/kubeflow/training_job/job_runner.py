@@ -11,6 +11,13 @@ after that replica's last log lines. The job is deleted whatever the end,
 including a timeout and a cancelled run (KFP stops the task's pod with SIGTERM;
 the job's ownerReference to that pod covers a kill that leaves no time).
 
+A job whose pods cannot start fails the task within minutes, not at the timeout: a
+worker's pod the scheduler cannot place (no node with the GPUs, a claim not found),
+whose image kubelet cannot pull, whose Secret or key is missing, or a pod, Service or
+JobSet its controller cannot make (a quota, an admission refusal, named by the kind's
+``creation_failures`` events). Each is retried by Kubernetes, so the task waits
+``stuck_s`` (5 minutes) of the same cause before it fails, in one line naming it.
+
 The states are the controller's conditions (a TFJob's: kubeflow/trainer v1.9.4,
 pkg/apis/kubeflow.org/v1/common_types.go:132-160): the last condition whose
 status is True. What differs between kinds of job is in their ``job_api.JobApi``.
@@ -29,6 +36,18 @@ from tfrecord_pipelines.kubeflow import api_errors
 from tfrecord_pipelines.kubeflow.training_job.job_api import JobApi
 
 LOG_LINES = 20
+# How long a cause that keeps the job's pods from starting may last before the task fails.
+STUCK_S = 300.0
+# A container kubelet cannot start, waiting for this reason (kubelet's images/types.go and
+# kuberuntime_container.go), retried with a back-off, by the cause it stands for: a pull
+# that keeps failing shows ErrImagePull and ImagePullBackOff in turn.
+_WAITING = {
+    "ErrImagePull": "image",
+    "ImagePullBackOff": "image",
+    "InvalidImageName": "image",
+    "CreateContainerConfigError": "config",
+    "CreateContainerError": "container",
+}
 
 
 class JobFailed(RuntimeError):
@@ -61,6 +80,7 @@ def run(
     core,
     timeout_s: float,
     poll_s: float = 10.0,
+    stuck_s: float = STUCK_S,
     log: Callable[[str], None] = print,
 ) -> Outcome:
     """Creates JOB, waits until it succeeds or fails, and deletes it.
@@ -72,13 +92,15 @@ def run(
       core: a ``kubernetes.client.CoreV1Api``, for the workers' pods and logs.
       timeout_s: how long the job may take from its creation.
       poll_s: seconds between two reads of its conditions.
+      stuck_s: how long one cause may keep its pods from starting before the task fails.
       log: where the job's progress and the chief's log go (the task's log).
 
     Returns:
       The final state, the seconds it took, and the chief's (worker 0's) log.
 
     Raises:
-      JobFailed: the API refused the job, the job failed, or it did not end in time.
+      JobFailed: the API refused the job, the job failed, its pods could not start for
+        STUCK_S, or it did not end in time.
     """
     from kubernetes.client.exceptions import ApiException
 
@@ -91,6 +113,7 @@ def run(
     except ApiException as e:
         raise JobFailed(f"{where} could not be created: {_reason(e)}") from None
     start, seen = time.monotonic(), None
+    stuck = _Stuck(api, core, namespace, name, stuck_s)
     try:
         with _stopped_by_sigterm(api.kind):
             while True:
@@ -108,6 +131,9 @@ def run(
                     return Outcome(state, seconds, chief)
                 if state == "Failed":
                     raise JobFailed(_failure(api, core, namespace, name, where, message, log))
+                cause = stuck.cause()
+                if cause:
+                    raise JobFailed(f"{where} cannot start: {cause}; deleted")
                 if seconds >= timeout_s:
                     raise JobFailed(
                         f"{where} did not finish in {timeout_s:.0f} s "
@@ -116,6 +142,71 @@ def run(
                 time.sleep(poll_s)
     finally:
         _delete(api, custom_objects, namespace, name, log)
+
+
+class _Stuck:
+    """What keeps the job's pods from starting, once the same cause has lasted STUCK_S."""
+
+    def __init__(self, api: JobApi, core, namespace: str, name: str, stuck_s: float) -> None:
+        self.api, self.core, self.namespace, self.name = api, core, namespace, name
+        self.stuck_s = stuck_s
+        # Each cause's key -> (when first seen, its first occurrence's mark).
+        self._seen: dict[tuple, tuple[float, object]] = {}
+
+    def cause(self) -> str | None:
+        """The first cause seen for STUCK_S and still there, in one line; else None."""
+        now, current = time.monotonic(), {}
+        for key, mark, words in self._causes():
+            current[key] = (mark, words)
+            self._seen.setdefault(key, (now, mark))
+        for key in list(self._seen):
+            if key not in current:
+                del self._seen[key]
+        for key, (first, first_mark) in self._seen.items():
+            mark, words = current[key]
+            # An event counts only while its controller keeps recording it (a later mark).
+            if now - first >= self.stuck_s and (key[0] != "event" or mark != first_mark):
+                return f"{words} (for {now - first:.0f} s)"
+        return None
+
+    def _causes(self):
+        for pod in _pods(self.api, self.core, self.namespace, self.name):
+            status, pod_name = pod.status, pod.metadata.name
+            for condition in status.conditions or []:
+                if (condition.type, condition.status, condition.reason) == (
+                    "PodScheduled", "False", "Unschedulable",
+                ):  # fmt: skip
+                    yield (
+                        ("pod", pod_name, "Unschedulable"),
+                        None,
+                        (f"{pod_name} Unschedulable: {_one_line(condition.message)}"),
+                    )
+            containers = status.init_container_statuses or []
+            for container in [*containers, *(status.container_statuses or [])]:
+                waiting = container.state and container.state.waiting
+                if waiting and waiting.reason in _WAITING:
+                    yield (
+                        ("pod", pod_name, _WAITING[waiting.reason]),
+                        None,
+                        (f"{pod_name} {waiting.reason}: {_one_line(waiting.message)}"),
+                    )
+        for pattern, reasons in self.api.creation_failures:
+            involved = pattern.format(name=self.name)
+            events = self.core.list_namespaced_event(
+                self.namespace, field_selector=f"involvedObject.name={involved}"
+            ).items
+            for event in events:
+                if event.type == "Warning" and event.reason in reasons:
+                    mark = (event.count, str(event.last_timestamp), str(event.series))
+                    yield (
+                        ("event", involved, event.reason, event.metadata.name),
+                        mark,
+                        (f"{involved} {event.reason}: {_one_line(event.message)}"),
+                    )
+
+
+def _one_line(text: str | None) -> str:
+    return " ".join((text or "").split())
 
 
 def _pods(api: JobApi, core, namespace: str, name: str) -> list:

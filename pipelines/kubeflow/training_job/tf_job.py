@@ -14,7 +14,14 @@ What the object holds, and why (kubeflow/trainer v1.9.4, 4445c12a):
   would delete it while other workers still write.
 - ``restartPolicy: OnFailure`` and ``runPolicy.backoffLimit``: a worker that
   fails restarts in its pod and resumes from the Trainer's BackupAndRestore
-  folder; past the limit the job fails.
+  folder. The operator sums the restarts over the workers (pkg/core/job.go:95-133),
+  and one fault restarts every worker: the limit is ``job_api.summed_backoff_limit``,
+  which survives the compiled number of faults of all of them.
+- ``sidecar.istio.io/inject: "false"`` on the workers' pods (``job_api.NO_SIDECAR``):
+  in a Kubeflow profile's namespace Istio's proxy would keep each pod running.
+- The task's service account and image pull secrets, read from its pod at run time,
+  on the workers' pods: their cloud identity (Workload Identity, IRSA) and their
+  registry's credentials are the task's.
 - ``cleanPodPolicy: None``: the pods stay until the task reads the failed
   replica's log and deletes the job (the ownerReference deletes it with the
   task's pod as well, when a run is cancelled).
@@ -34,8 +41,10 @@ from tfrecord_pipelines.kubeflow.training_job.job_api import (
     DEFAULT_BACKOFF_LIMIT,
     MANAGED_BY_LABEL,
     MANAGER,
+    NO_SIDECAR,
     JobApi,
     check_job,
+    summed_backoff_limit,
 )
 from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
 
@@ -50,6 +59,11 @@ API = JobApi(
     # pkg/apis/kubeflow.org/v1/common_types.go:25-34: the job's name and the replica's index.
     job_label="training.kubeflow.org/job-name",
     index_key="training.kubeflow.org/replica-index",
+    # pkg/core/utils.go:30, GenGeneralName: the pod's and its Service's name.
+    longest_pod_name="{name}-worker-{last}",
+    # pkg/controller.v1/control/pod_control.go:39,153 and service_control.go:37,90: a pod
+    # or Service the API refused (a quota, a policy), on the TFJob.
+    creation_failures=(("{name}", ("FailedCreatePod", "FailedCreateService")),),
 )
 WORKER = "Worker"
 
@@ -69,6 +83,7 @@ def tf_job(
     node_selector: Mapping[str, str] | None = None,
     tolerations: Sequence[Mapping] = (),
     service_account: str | None = None,
+    image_pull_secrets: Sequence[str] = (),
     backoff_limit: int = DEFAULT_BACKOFF_LIMIT,
 ) -> dict:
     """The TFJob that runs COMMAND on WORKERS workers of IMAGE.
@@ -87,15 +102,19 @@ def tf_job(
       volume_mounts: where the container mounts them.
       node_selector: node labels the workers' pods require (the GPU node pool's).
       tolerations: taints they tolerate (Kubernetes Toleration objects).
-      service_account: the workers' service account; None: the namespace's default.
-      backoff_limit: restarts of failed workers before the job fails.
+      service_account: the workers' service account (the task's); None: the namespace's
+        default.
+      image_pull_secrets: the Secrets the workers pull the image with (the task's).
+      backoff_limit: faults of every worker the job survives.
 
     Raises:
       ValueError: a name the operator or Kubernetes would refuse, or fewer than two or
         more than 999 workers, in one line naming the value.
     """
-    check_job(API.kind, name, workers, image, command, backoff_limit)
+    check_job(API, name, workers, image, command, backoff_limit)
     pod_spec = _pod_spec(image, command, resources, env, volumes, volume_mounts, service_account)
+    if image_pull_secrets:
+        pod_spec["imagePullSecrets"] = [{"name": s} for s in image_pull_secrets]
     if node_selector:
         pod_spec["nodeSelector"] = dict(node_selector)
     if tolerations:
@@ -115,12 +134,15 @@ def tf_job(
         "metadata": metadata,
         "spec": {
             "successPolicy": "AllWorkers",
-            "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": backoff_limit},
+            "runPolicy": {
+                "cleanPodPolicy": "None",
+                "backoffLimit": summed_backoff_limit(backoff_limit, workers),
+            },
             "tfReplicaSpecs": {
                 WORKER: {
                     "replicas": workers,
                     "restartPolicy": "OnFailure",
-                    "template": {"spec": pod_spec},
+                    "template": {"metadata": {"annotations": dict(NO_SIDECAR)}, "spec": pod_spec},
                 }
             },
         },

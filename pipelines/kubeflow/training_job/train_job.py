@@ -33,11 +33,17 @@ What the object holds, and why:
   has besides: its claims, node pool and tolerations; the webhook requires a
   domain-prefixed manager and refuses env in a patch of the ``node`` container
   (jobset.go:174-206), so the env goes in ``spec.trainer.env``;
-- restarts are the runtime's: its Job's ``restartPolicy: OnFailure`` and
-  ``backoffLimit`` (a TrainJob cannot patch the Job's spec), the compiled
-  backoff limit not carried;
-- the name rules of a TFJob's (``job_api.check_job``): the webhook wants a DNS-1035
-  label (the CRD's CEL rules), and ``-node-0-<index>`` must fit a host name.
+- restarts are the runtime's (a TrainJob cannot patch the Job's spec): its Job's
+  ``backoffLimitPerIndex`` counts each worker's faults apart, so one fault of every
+  worker costs each index one, for any worker count; the compiled backoff limit is
+  not carried;
+- the Istio annotation (``job_api.NO_SIDECAR``), the task's service account and image
+  pull secrets in the patch of the ``node`` pods, as on a TFJob's workers;
+- a name JobSet's webhook takes: it refuses a JobSet whose last pod's name,
+  ``<name>-node-0-<last index>-<5 letters>``, is not a DNS-1035 label
+  (kubernetes-sigs/jobset v0.12.0 pkg/webhooks/jobset_webhook.go:243-256,
+  placement.GenPodName), and the Trainer only records an event then
+  (pkg/controller/trainjob_controller.go:107-119): the TrainJob would wait, never Failed.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from collections.abc import Mapping, Sequence
 from tfrecord_pipelines.kubeflow.training_job.job_api import (
     MANAGED_BY_LABEL,
     MANAGER,
+    NO_SIDECAR,
     JobApi,
     check_job,
 )
@@ -67,6 +74,14 @@ API = JobApi(
     # cache.yaml:51), and the Job controller's annotation of an indexed Job's pod.
     job_label="jobset.sigs.k8s.io/jobset-name",
     index_key="batch.kubernetes.io/job-completion-index",
+    # JobSet's webhook: placement.GenPodName(jobset, "node", "0", last) and a random suffix.
+    longest_pod_name="{name}-node-0-{last}-abcde",
+    # The JobSet not made (pkg/controller/trainjob_controller.go:107-119, on the TrainJob),
+    # and a pod the API refused, on the node Job (the Job controller's FailedCreate).
+    creation_failures=(
+        ("{name}", ("TrainJobResourcesCreationFailed",)),
+        ("{name}-node-0", ("FailedCreate",)),
+    ),
 )
 # The TrainingRuntime k8s/ installs (k8s/components/trainjob-workers/runtime.yaml).
 DEFAULT_RUNTIME = "tfrecord-pipelines-tensorflow"
@@ -115,6 +130,8 @@ def train_job(
     volume_mounts: Sequence[Mapping] = (),
     node_selector: Mapping[str, str] | None = None,
     tolerations: Sequence[Mapping] = (),
+    service_account: str | None = None,
+    image_pull_secrets: Sequence[str] = (),
     runtime: str = DEFAULT_RUNTIME,
 ) -> dict:
     """The TrainJob that runs COMMAND on WORKERS nodes of IMAGE with RUNTIME.
@@ -132,12 +149,14 @@ def train_job(
       volume_mounts: where the ``node`` container mounts them.
       node_selector: node labels the workers' pods require.
       tolerations: taints they tolerate.
+      service_account: the workers' service account (the task's); None: the runtime's.
+      image_pull_secrets: the Secrets the workers pull the image with (the task's).
       runtime: the TrainingRuntime's name.
 
     Raises:
       ValueError: a name or a count the controller or Kubernetes would refuse, in one line.
     """
-    check_job(API.kind, name, workers, image, command)
+    check_job(API, name, workers, image, command)
     trainer: dict = {
         "image": image,
         "command": list(command),
@@ -156,31 +175,32 @@ def train_job(
         "runtimeRef": {"name": runtime, "kind": RUNTIME_KIND, "apiGroup": API.group},
         "trainer": trainer,
     }
-    pod = _pod_patch(volumes, volume_mounts, node_selector, tolerations)
+    pod = _pod_patch(
+        volumes, volume_mounts, node_selector, tolerations, service_account, image_pull_secrets
+    )
+    pod_template: dict = {"metadata": {"annotations": dict(NO_SIDECAR)}}
     if pod:
-        spec["runtimePatches"] = [
-            {
-                "manager": PATCH_MANAGER,
-                "trainingRuntimeSpec": {
-                    "template": {
-                        "spec": {
-                            "replicatedJobs": [
-                                {
-                                    "name": NODE_JOB,
-                                    "template": {"spec": {"template": {"spec": pod}}},
-                                }
-                            ]
-                        }
-                    }
-                },
-            }
-        ]
+        pod_template["spec"] = pod
+    node_job = {"name": NODE_JOB, "template": {"spec": {"template": pod_template}}}
+    spec["runtimePatches"] = [
+        {
+            "manager": PATCH_MANAGER,
+            "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [node_job]}}},
+        }
+    ]
     return {"apiVersion": API.api_version, "kind": API.kind, "metadata": metadata, "spec": spec}
 
 
-def _pod_patch(volumes, volume_mounts, node_selector, tolerations) -> dict:
-    """The Trainer pod's claims, node pool and tolerations as a patch of the runtime's pod."""
+def _pod_patch(
+    volumes, volume_mounts, node_selector, tolerations, service_account, image_pull_secrets
+) -> dict:
+    """The Trainer pod's claims, node pool, tolerations and identity as a patch of the
+    runtime's pod."""
     pod: dict = {}
+    if service_account:
+        pod["serviceAccountName"] = service_account
+    if image_pull_secrets:
+        pod["imagePullSecrets"] = [{"name": s} for s in image_pull_secrets]
     if volumes:
         pod["volumes"] = [dict(v) for v in volumes]
     if volume_mounts:

@@ -58,7 +58,7 @@ class WorkerTemplate:
       volume_mounts: where the container mounts them.
       node_selector: the Trainer's node pool.
       tolerations: the taints the Trainer's pod tolerates.
-      backoff_limit: restarts of failed workers before the job fails.
+      backoff_limit: faults of every worker the job survives.
       timeout_s: how long the task waits for the job.
       kind: the kind of job (one of ``KINDS``).
       runtime: a TrainJob's TrainingRuntime (a TFJob has none).
@@ -82,7 +82,7 @@ class WorkerTemplate:
             raise ValueError(
                 f"unknown kind of training job {self.kind!r}: one of {', '.join(sorted(KINDS))}"
             )
-        check_job(self.kind, None, self.workers, self.image, ["-"], self.backoff_limit)
+        check_job(self.api, None, self.workers, self.image, ["-"], self.backoff_limit)
         if self.timeout_s <= 0:
             raise ValueError(f"the {self.kind}'s timeout must be positive, got {self.timeout_s} s")
 
@@ -109,8 +109,18 @@ class WorkerTemplate:
             fields[name] = tuple(fields.get(name, ()))
         return cls(**fields)
 
-    def job(self, *, name: str, namespace: str, command: Sequence[str], owner=None) -> dict:
-        """The job of this template for the task's pod, of the template's kind."""
+    def job(
+        self,
+        *,
+        name: str,
+        namespace: str,
+        command: Sequence[str],
+        owner=None,
+        service_account: str | None = None,
+        image_pull_secrets: Sequence[str] = (),
+    ) -> dict:
+        """The job of this template for the task's pod, of the template's kind, its workers
+        running as SERVICE_ACCOUNT with IMAGE_PULL_SECRETS (the task pod's)."""
         kind = KINDS[self.kind]
         return kind.build(
             name=name,
@@ -125,5 +135,7 @@ class WorkerTemplate:
             volume_mounts=self.volume_mounts,
             node_selector=self.node_selector,
             tolerations=self.tolerations,
+            service_account=service_account,
+            image_pull_secrets=image_pull_secrets,
             **{field: getattr(self, field) for field in kind.own_fields},
         )
