@@ -69,6 +69,7 @@ class FakeTFOperator:
         istio_namespaces: tuple[str, ...] = (),
     ) -> None:
         self.api, self.scratch, self.istio_namespaces = api, scratch, istio_namespaces
+        self.worker_timeout_s = WORKER_TIMEOUT_S
         self.claims, self.secrets, self.network = claims, secrets, network
         self.jobs: list[dict] = []  # every job it was given, as created
         self.tf_configs: dict[str, dict] = {}  # each worker's TF_CONFIG, by pod name
@@ -189,12 +190,12 @@ class FakeTFOperator:
         """The job's last conditions: Failed when a worker exits non-zero, Succeeded when all
         exited 0 (a pod with Istio's proxy never ends); each exited worker's code and log on
         its pod."""
-        deadline, failed, done = time.monotonic() + WORKER_TIMEOUT_S, None, set()
+        deadline, failed, done = time.monotonic() + self.worker_timeout_s, None, set()
         while failed is None and len(done) < len(pods):
             if time.monotonic() > deadline:
                 failed = (
                     f"{', '.join(sorted(set(pods) - done))} still running after "
-                    f"{WORKER_TIMEOUT_S} s"
+                    f"{self.worker_timeout_s:.0f} s"
                 )
                 break
             time.sleep(1)
