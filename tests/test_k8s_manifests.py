@@ -93,17 +93,34 @@ def _kustomization(directory: Path) -> dict:
 
 
 def _patch_paths(directory: Path) -> list[Path]:
-    return [directory / entry["path"] for entry in _kustomization(directory).get("patches", [])]
+    """The files of a Kustomization's patches (an inline one has a `patch:` and a `target:`)."""
+    patches = _kustomization(directory).get("patches", [])
+    return [directory / entry["path"] for entry in patches if "path" in entry]
 
 
 def _built_objects(directory: Path) -> Iterator[dict]:
-    """The objects a Kustomization's `resources:` bring in, before its patches."""
-    for entry in _kustomization(directory).get("resources", []):
+    """The objects a Kustomization's `resources:` and its components bring in, before its
+    patches."""
+    kustomization = _kustomization(directory)
+    for entry in [*kustomization.get("resources", []), *kustomization.get("components", [])]:
         path = (directory / entry).resolve()
         if path.is_dir():
             yield from _built_objects(path)
         else:
             yield from _documents(path)
+
+
+def _own_objects(directory: Path) -> list[dict]:
+    """The objects a Kustomization adds itself (its files, its components'), which only its
+    own `namespace:` reaches: a base's stays with the base's objects."""
+    kustomization = _kustomization(directory)
+    objects = []
+    for entry in kustomization.get("resources", []):
+        if not (directory / entry).is_dir():
+            objects += _documents(directory / entry)
+    for entry in kustomization.get("components", []):
+        objects += _built_objects((directory / entry).resolve())
+    return objects
 
 
 def _patched_objects(directory: Path) -> list[dict]:
@@ -201,7 +218,12 @@ def test_kustomization_lists_existing_files_and_every_file_is_listed(directory):
     assert here <= listed, f"not in {directory / KUSTOMIZATION_FILE}: {here - listed}"
 
 
-def test_every_kustomization_sets_a_namespace():
+def test_every_kustomization_puts_its_objects_in_one_namespace():
+    """kustomize's `namespace:` reaches a Kustomization's own files and its components'
+    objects, not a base's (`kubectl kustomize k8s/overlays/trainer-workers` on 539f1ef put
+    its Role and RoleBinding in no namespace: kubectl's current one). So a Kustomization
+    that adds objects sets its own."""
+
     def namespace(directory: Path) -> str | None:
         kustomization = _kustomization(directory)
         if "namespace" in kustomization:
@@ -215,9 +237,16 @@ def test_every_kustomization_sets_a_namespace():
         return found.pop() if len(found) == 1 else None
 
     assert _kustomization(BASE_DIR)["namespace"] == "tfrecord-pipelines"
-    for directory in _kustomization_dirs():
-        if _kustomization(directory)["kind"] == "Kustomization":
-            assert namespace(directory), f"{directory} puts objects in no one namespace"
+    kustomizations = [
+        d for d in _kustomization_dirs() if _kustomization(d)["kind"] == "Kustomization"
+    ]
+    for directory in kustomizations:
+        assert namespace(directory), f"{directory} puts objects in no one namespace"
+        if _own_objects(directory):
+            assert "namespace" in _kustomization(directory), (
+                f"{directory} adds objects but sets no namespace: they would land in "
+                "kubectl's current one"
+            )
 
 
 @pytest.mark.parametrize(
@@ -231,15 +260,24 @@ def test_patches_target_objects_that_exist(directory):
     for path in _patch_paths(directory):
         for patch in _documents(path):
             assert _key(patch) in targets, f"{path} patches {_key(patch)}, which is not built"
+    for entry in _kustomization(directory)["patches"]:
+        if "patch" in entry:
+            target = (entry["target"]["kind"], entry["target"]["name"])
+            assert target in targets, f"{directory} patches {target}, which is not built"
 
 
-def _copies_namespace_to_subject(replacement: dict) -> bool:
+def _replaced_bindings(kustomization: dict) -> set[str]:
+    """The RoleBindings whose subject's namespace the Kustomization's replacements copy from
+    the runner's ServiceAccount."""
     source = {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "fieldPath": "metadata.namespace"}
-    return replacement["source"] == source and any(
-        target["select"] == {"kind": "RoleBinding", "name": SERVICE_ACCOUNT}
-        and target["fieldPaths"] == ["subjects.0.namespace"]
+    return {
+        target["select"]["name"]
+        for replacement in kustomization.get("replacements", [])
+        if replacement["source"] == source
         for target in replacement["targets"]
-    )
+        if target["select"]["kind"] == "RoleBinding"
+        and target["fieldPaths"] == ["subjects.0.namespace"]
+    }
 
 
 def test_rolebinding_subject_follows_the_namespace_wherever_it_is_set():
@@ -247,16 +285,21 @@ def test_rolebinding_subject_follows_the_namespace_wherever_it_is_set():
         kustomization = _kustomization(directory)
         if "namespace" not in kustomization:
             continue
-        # kustomize moves a RoleBinding's subject only when it is named "default".
-        replacements = kustomization.get("replacements", [])
-        assert any(map(_copies_namespace_to_subject, replacements)), (
-            f"{directory} moves the ServiceAccount but not the RoleBinding's subject"
-        )
         objects = {_key(o): o for o in _built_objects(directory)}
         assert ("ServiceAccount", SERVICE_ACCOUNT) in objects
-        (subject,) = objects["RoleBinding", SERVICE_ACCOUNT]["subjects"]
-        # The field the replacement writes must exist for kustomize to write it.
-        assert subject["kind"] == "ServiceAccount" and "namespace" in subject
+        # kustomize moves a RoleBinding's subject only when it is named "default": every
+        # binding of the runner, the base's and the components', follows it by replacement.
+        runner_bindings = {
+            name
+            for (kind, name), obj in objects.items()
+            if kind == "RoleBinding" and [s["name"] for s in obj["subjects"]] == [SERVICE_ACCOUNT]
+        }
+        assert runner_bindings >= {SERVICE_ACCOUNT}
+        assert _replaced_bindings(kustomization) == runner_bindings, directory
+        for name in runner_bindings:
+            (subject,) = objects["RoleBinding", name]["subjects"]
+            # The field the replacement writes must exist for kustomize to write it.
+            assert subject["kind"] == "ServiceAccount" and "namespace" in subject
 
 
 def test_rolebinding_binds_the_service_account_to_the_role():
@@ -484,13 +527,9 @@ def _component_role_of_the_runner(component: Path, role_name: str, overlay: str)
         {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": "tfrecord-pipelines"}
     ]
     built = K8S_DIR / "overlays" / overlay
-    assert _kustomization(built)["components"] == [f"../../components/{component.name}"]
+    assert f"../../components/{component.name}" in _kustomization(built)["components"]
     assert ("ServiceAccount", SERVICE_ACCOUNT) in {_key(o) for o in _built_objects(built)}
-    assert any(
-        target["select"] == {"kind": "RoleBinding", "name": role_name}
-        for replacement in _kustomization(built)["replacements"]
-        for target in replacement["targets"]
-    )
+    assert role_name in _replaced_bindings(_kustomization(built))
     return role
 
 
