@@ -9,7 +9,8 @@ refuses what the real one refuses:
 - creating a TFJob or a TrainJob: one the CRD schema refuses is 422 Invalid, one the
   controller's validating webhook refuses is 403 (controller-runtime answers a
   validator's error as a denial), by ``tfjob_contract`` (kubeflow/trainer v1.9.4) and
-  ``trainjob_contract`` (v2.3.0, against k8s/'s TrainingRuntime); an existing name is
+  ``trainjob_contract`` (v2.3.0, against k8s/'s runtime: the TrainingRuntime in every
+  namespace, and the ClusterTrainingRuntime); an existing name is
   409 AlreadyExists; otherwise 201 with the object, a uid and a resourceVersion added;
 - reading one: 200, or 404 NotFound; each read moves the job one step along the
   story the test gives it (conditions, as the operator sets them), the last step
@@ -21,9 +22,19 @@ refuses what the real one refuses:
   at each read as the controller's retries raise it;
 - listing events by ``involvedObject.name`` (``fieldSelector``): core/v1 Events, those a
   test or the rule above recorded (``warn``);
+- a read of a job answered by a status a test gives instead (``hiccups``: the API
+  server's 429 or 5xx);
 - deleting one: 200 with a Success Status, or 404;
 - reading a pod by name (the task's own, ``add_task_pod``): 200 with its service account
   and image pull secrets, or 404;
+- authorizing each call as kube-apiserver's RBAC authorizer does, once a test gives the
+  caller's rules (``grant``): a rule matches the request's verb, API group and resource
+  (``pods/log`` for a subresource; ``*`` for any) (kubernetes pkg/apis/rbac/v1/
+  evaluation_helpers.go, VerbMatches, APIGroupMatches, ResourceMatches); none matching is
+  403 Forbidden in the API server's words (apiserver's responsewriters/errors.go,
+  forbiddenMessage, wrapped by apierrors.NewForbidden); a SelfSubjectAccessReview (every
+  authenticated user may create one: the ``system:basic-user`` ClusterRole) answers the
+  same question as ``status.allowed``;
 - listing pods by the job's label (a TFJob's ``training.kubeflow.org/job-name``, each pod
   labelled with its ``replica-index`` as the operator labels them; a TrainJob's JobSet's
   ``jobset.sigs.k8s.io/jobset-name``, each pod annotated with its completion index as
@@ -54,12 +65,14 @@ import urllib.parse
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
 from conftest import REPO_ROOT
 from tfjob_contract import schema_errors, webhook_errors
 from trainjob_contract import (
+    cluster_runtime,
     jobset_webhook_errors,
     trainjob_schema_errors,
     trainjob_webhook_errors,
@@ -73,8 +86,16 @@ _PODS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods$")
 _POD = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)$")
 _EVENTS = re.compile(r"^/api/v1/namespaces/([^/]+)/events$")
 _LOG = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/log$")
+_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+CONTRACTS = REPO_ROOT / "tests" / "contracts"
+# A Kubeflow profile's default-editor's rules (kubeflow-edit), and standalone KFP's
+# pipeline-runner's, as their manifests give them.
+KUBEFLOW_EDIT_RULES = CONTRACTS / "kubeflow-edit-rules.yaml"
+PIPELINE_RUNNER_ROLE = CONTRACTS / "kfp-pipeline-runner-role.yaml"
+# The verb the authorizer checks for a method on one object; a GET of a collection is list.
+_VERBS = {"POST": "create", "GET": "get", "DELETE": "delete"}
 # k8s/'s TrainingRuntime, the one the cluster's namespaces hold.
-RUNTIME = REPO_ROOT / "k8s" / "components" / "trainjob-workers" / "runtime.yaml"
+RUNTIME = REPO_ROOT / "k8s" / "components" / "trainjob-runtime" / "runtime.yaml"
 
 
 @functools.cache
@@ -102,7 +123,7 @@ _KINDS = {
     ),
     "trainjobs": _Kind(
         "TrainJob", "validator.trainjob.trainer.kubeflow.org", trainjob_schema_errors,
-        lambda job: trainjob_webhook_errors(job, _runtime()),
+        lambda job: trainjob_webhook_errors(job, _runtime(), cluster_runtime(_runtime())),
         "jobset.sigs.k8s.io/jobset-name", "node",
     ),
 }  # fmt: skip
@@ -158,9 +179,63 @@ class FakeK8sApi:
         self.read = threading.Event()
         # Told of each job created (namespace, job) and deleted (namespace, name).
         self.operator = None
+        # The caller's user name and the rules of the Roles bound to it; None: every call
+        # is allowed (authorization not modelled).
+        self.user = "system:serviceaccount:team-a:default"
+        self.rules: list[dict] | None = None
+        # Status codes the next reads of a job get instead of the job (the server's errors).
+        self.hiccups: list[int] = []
+
+    def grant(self, user: str, rules: list[dict]) -> None:
+        """From now on, calls are authorized for USER by RULES (a Role's ``rules``)."""
+        self.user, self.rules = user, rules
+
+    def allows(self, verb: str, group: str, resource: str) -> bool:
+        """Whether the caller's rules allow VERB on RESOURCE (``pods/log``) of API GROUP."""
+        if self.rules is None:
+            return True
+        subresource = resource.partition("/")[2]
+        return any(
+            ("*" in rule.get("verbs", []) or verb in rule.get("verbs", []))
+            and ("*" in rule.get("apiGroups", []) or group in rule.get("apiGroups", []))
+            and any(
+                allowed in ("*", resource) or (subresource and allowed == f"*/{subresource}")
+                for allowed in rule.get("resources", [])
+            )
+            for rule in self.rules
+        )
+
+    def _review(self, body: bytes) -> tuple[int, object]:
+        review = json.loads(body)
+        asked = review.get("spec", {}).get("resourceAttributes", {})
+        resource = asked.get("resource", "")
+        if asked.get("subresource"):
+            resource = f"{resource}/{asked['subresource']}"
+        allowed = self.allows(asked.get("verb", ""), asked.get("group", ""), resource)
+        return 201, {**review, "status": {"allowed": allowed}}
+
+    def _forbidden(self, method: str, path: str) -> tuple[int, object] | None:
+        """A 403 for a call the caller's rules do not allow, as the API server words it."""
+        call = request_attributes(method, path)
+        if self.allows(call.verb, call.group, call.resource):
+            return None
+        plural = call.resource.partition("/")[0]
+        what = f"{plural}.{call.group}" if call.group else plural
+        return _status(
+            403,
+            "Forbidden",
+            f"{what}{f' {json.dumps(call.name)}' if call.name else ''} is forbidden: User "
+            f'"{self.user}" cannot {call.verb} resource "{call.resource}" in API group '
+            f'"{call.group}" in the namespace "{call.namespace}"',
+        )
 
     def handle(self, method: str, path: str, query: dict, body: bytes) -> tuple[int, object]:
+        if path == _ACCESS_REVIEWS and method == "POST":
+            return self._review(body)
         self.requests.append((method, path))
+        refused = self._forbidden(method, path)
+        if refused:
+            return refused
         jobs, pods, log = _JOBS.match(path), _PODS.match(path), _LOG.match(path)
         pod, events = _POD.match(path), _EVENTS.match(path)
         if events and method == "GET":
@@ -183,6 +258,9 @@ class FakeK8sApi:
             key = (namespace, name)
             if key not in self.jobs:
                 return _status(404, "NotFound", f'{resource} "{key[1]}" not found')
+            if method == "GET" and self.hiccups:
+                code = self.hiccups.pop(0)
+                return _status(code, http.HTTPStatus(code).phrase.replace(" ", ""), "try later")
             if method == "GET":
                 self.read.set()
                 for involved, events in self.events.items():  # the controllers' retries
@@ -303,6 +381,38 @@ class FakeK8sApi:
         if steps:
             job["status"] = {"conditions": steps.pop(0) if len(steps) > 1 else steps[0]}
         return job
+
+
+class Call(NamedTuple):
+    """What kube-apiserver's authorizer checks of a call (its RequestInfoFactory's
+    attributes): the API group, the resource (``pods/log`` for a subresource), the verb,
+    and the namespace and object's name."""
+
+    group: str
+    resource: str
+    verb: str
+    namespace: str
+    name: str
+
+
+def role_rules(path: Path) -> list[dict]:
+    """The rules of the Role in file PATH."""
+    [role] = [d for d in yaml.safe_load_all(path.read_text()) if d["kind"] == "Role"]
+    return role["rules"]
+
+
+def request_attributes(method: str, path: str) -> Call:
+    """The authorizer's attributes of a METHOD call to a namespaced PATH (a GET of a
+    collection is ``list``; a create names no object)."""
+    parts = path.strip("/").split("/")
+    group = "" if parts[0] == "api" else parts[1]
+    namespace_at = 3 if parts[0] == "api" else 4
+    rest = parts[namespace_at + 1 :]
+    resource, name = rest[0], rest[1] if len(rest) > 1 else ""
+    if len(rest) > 2:
+        resource = f"{resource}/{rest[2]}"
+    verb = _VERBS[method] if name or method != "GET" else "list"
+    return Call(group, resource, verb, parts[namespace_at], name)
 
 
 def _status(code: int, reason: str, message: str) -> tuple[int, dict]:

@@ -52,7 +52,13 @@ from tfx.types.artifact import Artifact
 
 from conftest import REPO_ROOT, run_cli, run_summary
 from daily_spans import SHIFTED_DAY, page_window_and_drift, write_day
-from fake_k8s_api import FakeK8sApi, FakeK8sServer, write_service_account
+from fake_k8s_api import (
+    KUBEFLOW_EDIT_RULES,
+    FakeK8sApi,
+    FakeK8sServer,
+    role_rules,
+    write_service_account,
+)
 from fake_tf_operator import FakeTFOperator
 from tfrecord_pipelines.components.spans.artifacts import span_of
 from tfrecord_pipelines.kubeflow import examples_in_store
@@ -176,6 +182,8 @@ def clusters(servers, tmp_path_factory, component_image) -> dict[str, Days]:
         "--artifact-endpoint", s3_url, "--trainer-workers", str(TRAINER_WORKERS),
     )  # fmt: skip
     api = FakeK8sApi()
+    # The profile's pods run as default-editor, with what kubeflow-edit allows it.
+    api.grant(f"system:serviceaccount:{NAMESPACE}:default-editor", role_rules(KUBEFLOW_EDIT_RULES))
     account = write_service_account(folder / "serviceaccount", NAMESPACE)
     server = FakeK8sServer(api, in_cluster=account)
     # A Kubeflow profile's namespace: labelled for Istio's sidecar injection.

@@ -21,12 +21,13 @@ import yaml
 from kubernetes.utils import parse_quantity
 
 from conftest import REPO_ROOT
+from fake_k8s_api import KUBEFLOW_EDIT_RULES, FakeK8sApi, role_rules
 from tfrecord_pipelines.cli import data_service
 from tfrecord_pipelines.cli.kubeflow_commands import DEFAULT_SERVING_PVC
 from tfrecord_pipelines.kubeflow import platform_spec
 from tfrecord_pipelines.kubeflow.training_job import train_job
 from tfrecord_pipelines.kubeflow.training_job.trainer_resources import NVIDIA_GPU
-from trainjob_contract import runtime_schema_errors, runtime_webhook_errors
+from trainjob_contract import cluster_runtime, runtime_schema_errors, runtime_webhook_errors
 
 K8S_DIR = REPO_ROOT / "k8s"
 BASE_DIR = K8S_DIR / "base"
@@ -218,11 +219,16 @@ def test_kustomization_lists_existing_files_and_every_file_is_listed(directory):
     assert here <= listed, f"not in {directory / KUSTOMIZATION_FILE}: {here - listed}"
 
 
+# Kinds with no namespace: the one a cluster admin installs for every namespace's TrainJobs.
+CLUSTER_SCOPED = {"ClusterTrainingRuntime"}
+CLUSTER_RUNTIME_DIR = K8S_DIR / "overlays" / "trainjob-cluster-runtime"
+
+
 def test_every_kustomization_puts_its_objects_in_one_namespace():
     """kustomize's `namespace:` reaches a Kustomization's own files and its components'
     objects, not a base's (`kubectl kustomize k8s/overlays/trainer-workers` on 539f1ef put
     its Role and RoleBinding in no namespace: kubectl's current one). So a Kustomization
-    that adds objects sets its own."""
+    that adds objects sets its own, and the cluster-scoped runtime's sets none."""
 
     def namespace(directory: Path) -> str | None:
         kustomization = _kustomization(directory)
@@ -241,6 +247,9 @@ def test_every_kustomization_puts_its_objects_in_one_namespace():
         d for d in _kustomization_dirs() if _kustomization(d)["kind"] == "Kustomization"
     ]
     for directory in kustomizations:
+        if directory == CLUSTER_RUNTIME_DIR:
+            assert "namespace" not in _kustomization(directory)
+            continue
         assert namespace(directory), f"{directory} puts objects in no one namespace"
         if _own_objects(directory):
             assert "namespace" in _kustomization(directory), (
@@ -319,6 +328,7 @@ TRAINER_WORKERS_DIR = K8S_DIR / "components" / "trainer-workers"
 TRAINER_WORKERS_ROLE = "tfrecord-pipelines-trainer-workers"
 TRAINJOB_WORKERS_DIR = K8S_DIR / "components" / "trainjob-workers"
 TRAINJOB_WORKERS_ROLE = "tfrecord-pipelines-trainjob-workers"
+TRAINJOB_RUNTIME_DIR = K8S_DIR / "components" / "trainjob-runtime"
 
 
 @pytest.mark.parametrize(
@@ -551,7 +561,56 @@ def test_the_trainers_task_may_run_its_tfjob():
 def test_the_trainers_task_may_run_its_trainjob_on_the_runtime_k8s_installs():
     """Its rules are held to the calls the task makes by test_tf_job_runner."""
     _component_role_of_the_runner(TRAINJOB_WORKERS_DIR, TRAINJOB_WORKERS_ROLE, "trainjob-workers")
-    runtime = _in_dir(TRAINJOB_WORKERS_DIR, "TrainingRuntime", train_job.DEFAULT_RUNTIME)
+    runtime = _in_dir(TRAINJOB_RUNTIME_DIR, "TrainingRuntime", train_job.DEFAULT_RUNTIME)
+    overlay = _kustomization(K8S_DIR / "overlays" / "trainjob-workers")
+    assert "../../components/trainjob-runtime" in overlay["components"]
     [node] = runtime["spec"]["template"]["spec"]["replicatedJobs"]
     [container] = node["template"]["spec"]["template"]["spec"]["containers"]
     assert [p["containerPort"] for p in container["ports"]] == [train_job.PORT]
+
+
+def test_a_cluster_admin_installs_the_runtime_once_as_a_clustertrainingruntime():
+    """Issue 90, finding 5: the same spec, the kind alone changed (as
+    trainjob_contract.cluster_runtime, which the API stand-in serves, assumes); the CRD's
+    schema and the webhook's rules are the TrainingRuntime's."""
+    kustomization = _kustomization(CLUSTER_RUNTIME_DIR)
+    assert kustomization["components"] == ["../../components/trainjob-runtime"]
+    assert "resources" not in kustomization and "namespace" not in kustomization
+    [patch] = kustomization["patches"]
+    assert patch["target"] == {"kind": "TrainingRuntime", "name": train_job.DEFAULT_RUNTIME}
+    assert yaml.safe_load(patch["patch"]) == [
+        {"op": "replace", "path": "/kind", "value": "ClusterTrainingRuntime"}
+    ]
+    assert patch["options"] == {"allowKindChange": True}
+    runtime = cluster_runtime(
+        _in_dir(TRAINJOB_RUNTIME_DIR, "TrainingRuntime", train_job.DEFAULT_RUNTIME)
+    )
+    assert runtime["kind"] in CLUSTER_SCOPED
+    assert runtime_schema_errors(runtime) == runtime_webhook_errors(runtime) == []
+
+
+def test_a_profiles_owner_may_apply_the_trainjob_overlay():
+    """Issue 90, finding 5: the profile overlay makes nothing a profile's owner may not (no
+    Namespace, quota, default limits or TrainingRuntime: Trainer v2 lets an editor only read
+    those), and grants only what the owner holds (RBAC refuses to grant more): every rule of
+    the trainjob Role is kubeflow-edit's, which the owner's kubeflow-admin includes."""
+    directory = K8S_DIR / "overlays" / "kubeflow-profile-trainjob"
+    kustomization = _kustomization(directory)
+    assert kustomization["resources"] == ["../kubeflow-profile"]
+    assert kustomization["components"] == ["../../components/trainjob-workers"]
+    dropped = {
+        _key(d) for p in _patch_paths(K8S_DIR / "overlays" / "kubeflow-profile")
+        for d in _documents(p)
+    }  # fmt: skip
+    kinds = {kind for kind, _ in {_key(o) for o in _built_objects(directory)} - dropped}
+    assert not kinds & {"Namespace", "ResourceQuota", "LimitRange", "TrainingRuntime"}
+    holder = FakeK8sApi()
+    holder.grant("profile-owner", role_rules(KUBEFLOW_EDIT_RULES))
+    role = _in_dir(TRAINJOB_WORKERS_DIR, "Role", TRAINJOB_WORKERS_ROLE)
+    assert all(
+        holder.allows(verb, group, resource)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    )

@@ -20,7 +20,17 @@ import pytest
 from kubernetes import client
 
 from conftest import REPO_ROOT
-from fake_k8s_api import FakeK8sApi, FakeK8sServer, FakePod, story, write_service_account
+from fake_k8s_api import (
+    KUBEFLOW_EDIT_RULES,
+    PIPELINE_RUNNER_ROLE,
+    FakeK8sApi,
+    FakeK8sServer,
+    FakePod,
+    request_attributes,
+    role_rules,
+    story,
+    write_service_account,
+)
 from tfrecord_pipelines.kubeflow import job_trainer
 from tfrecord_pipelines.kubeflow.training_job import job_runner, tf_job, train_job
 from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
@@ -49,6 +59,7 @@ def api():
         "custom_objects": client.CustomObjectsApi(api_client),
         "core": client.CoreV1Api(api_client),
     }
+    api.authorization = client.AuthorizationV1Api(api_client)
     yield api
     api_client.close()
     server.close()
@@ -227,33 +238,22 @@ def test_in_a_pod_the_job_is_made_over_tls_with_the_service_accounts_token(tmp_p
         server.close()
 
 
-_VERBS = {"POST": "create", "GET": "get", "DELETE": "delete"}
-RBAC = REPO_ROOT / "k8s" / "components" / "trainer-workers" / "rbac.yaml"
-
-
-def _permission(method: str, path: str) -> tuple[str, str, str]:
-    """The API group, resource and verb kube-apiserver's authorizer checks for a request."""
-    parts = path.strip("/").split("/")
-    group = "" if parts[0] == "api" else parts[1]
-    rest = parts[4:] if parts[0] == "api" else parts[5:]  # after namespaces/<ns>/
-    resource, named = rest[0], len(rest) > 1
-    if len(rest) > 2:
-        resource = f"{resource}/{rest[2]}"  # a subresource: pods/log
-    verb = _VERBS[method] if named or method != "GET" else "list"
-    return group, resource, verb
-
-
-def _granted(rbac) -> set[tuple[str, str, str]]:
-    """The (group, resource, verb) triples the Role in file RBAC grants."""
-    import yaml
-
-    [role] = [d for d in yaml.safe_load_all(rbac.read_text()) if d["kind"] == "Role"]
+def _granted(rules) -> set[tuple[str, str, str]]:
+    """The (verb, group, resource) triples RULES name one by one (no wildcards)."""
     return {
-        (group, resource, verb)
-        for rule in role["rules"]
+        (verb, group, resource)
+        for rule in rules
         for group in rule["apiGroups"]
         for resource in rule["resources"]
         for verb in rule["verbs"]
+    }
+
+
+def _calls(api) -> set[tuple[str, str, str]]:
+    """The (verb, group, resource) of every call the task made."""
+    return {
+        (call.verb, call.group, call.resource)
+        for call in (request_attributes(method, path) for method, path in api.requests)
     }
 
 
@@ -269,7 +269,8 @@ def test_the_role_grants_the_calls_the_task_makes_and_nothing_more(api):
     with pytest.raises(job_runner.JobFailed):
         _run(api)
     _read_task_identity(api)
-    assert {_permission(method, path) for method, path in api.requests} == _granted(RBAC)
+    role = role_rules(REPO_ROOT / tf_job.API.role_file)
+    assert _calls(api) == set(tf_job.API.task_access()) == _granted(role)
 
 
 TASK_POD = "penguins-x7k2q-system-container-impl-1234567890"
@@ -350,9 +351,6 @@ def test_a_trainjob_the_webhook_refuses_fails_in_one_line(api):
     assert "\n" not in str(e.value) and [c for c, _ in api.rejections] == [403]
 
 
-TRAINJOB_RBAC = REPO_ROOT / "k8s" / "components" / "trainjob-workers" / "rbac.yaml"
-
-
 def test_the_trainjob_role_grants_the_calls_the_task_makes_and_nothing_more(api):
     # No condition at the first read (the JobSet being made), then Complete.
     api.stories[NAME] = [[], *story("Complete")]
@@ -363,7 +361,8 @@ def test_the_trainjob_role_grants_the_calls_the_task_makes_and_nothing_more(api)
     with pytest.raises(job_runner.JobFailed):
         job_runner.run(_train_job(), api=train_job.API, **api.clients, timeout_s=30, poll_s=0.01)
     _read_task_identity(api)
-    assert {_permission(method, path) for method, path in api.requests} == _granted(TRAINJOB_RBAC)
+    role = role_rules(REPO_ROOT / train_job.API.role_file)
+    assert _calls(api) == set(train_job.API.task_access()) == _granted(role)
 
 
 def test_a_trainjob_whose_jobset_jobset_refuses_fails_the_task_in_minutes(api):
@@ -442,3 +441,82 @@ def test_a_pod_the_operator_cannot_make_fails_the_task_but_an_old_event_does_not
     outcome = job_runner.run(_job(), api=tf_job.API, **api.clients, timeout_s=60, poll_s=0.05,
                              stuck_s=0.05)  # fmt: skip
     assert outcome.state == "Succeeded"
+
+
+# Standalone KFP's account for a run's pods, and a Kubeflow profile's.
+PIPELINE_RUNNER = f"system:serviceaccount:{NAMESPACE}:pipeline-runner"
+DEFAULT_EDITOR = f"system:serviceaccount:{NAMESPACE}:default-editor"
+
+
+@pytest.mark.parametrize(
+    ("kind", "refused"),
+    [
+        (tf_job.API, "list events"),
+        (
+            train_job.API,
+            "create trainjobs.trainer.kubeflow.org, get trainjobs.trainer.kubeflow.org, "
+            "delete trainjobs.trainer.kubeflow.org, list events",
+        ),
+    ],
+    ids=["tfjob", "trainjob"],
+)
+def test_as_standalone_kfps_pipeline_runner_the_task_fails_before_making_its_job(
+    api, kind, refused
+):
+    """Issue 90, finding 5: KFP's pipeline-runner may do anything in kubeflow.org but nothing
+    in trainer.kubeflow.org and nothing on events. The task asks first and names each call
+    and the Role that grants it, in one line; nothing is made."""
+    api.grant(PIPELINE_RUNNER, role_rules(PIPELINE_RUNNER_ROLE))
+    with pytest.raises(job_runner.JobFailed) as e:
+        job_runner.check_access(kind, api.authorization, NAMESPACE, "pipeline-runner")
+    assert str(e.value) == (
+        f"the task's service account {NAMESPACE}/pipeline-runner may not {refused} in "
+        f"namespace {NAMESPACE}: bind it the Role in {kind.role_file}; no {kind.kind} was made"
+    )
+    assert not api.requests  # a question, not a call
+
+
+@pytest.mark.parametrize("kind", [tf_job.API, train_job.API], ids=["tfjob", "trainjob"])
+@pytest.mark.parametrize(
+    ("user", "role"),
+    [
+        (f"system:serviceaccount:{NAMESPACE}:tfrecord-pipelines-runner", None),
+        (DEFAULT_EDITOR, KUBEFLOW_EDIT_RULES),
+    ],
+    ids=["k8s-role", "kubeflow-profile-default-editor"],
+)
+def test_the_task_may_make_its_calls_with_k8s_role_or_as_a_profiles_default_editor(
+    api, kind, user, role
+):
+    """k8s/'s Role, and a Kubeflow profile's default-editor (kubeflow-edit, which the Training
+    Operator's and Trainer v2's roles extend), allow every call: the check passes."""
+    api.grant(user, role_rules(role or REPO_ROOT / kind.role_file))
+    job_runner.check_access(kind, api.authorization, NAMESPACE, user.rpartition(":")[2])
+    assert all(api.allows(*call) for call in kind.task_access())
+
+
+def test_a_call_refused_during_the_wait_fails_the_task_in_one_line_and_deletes_the_job(api):
+    """Without the check (as on bca8a10), pipeline-runner's TFJob was made, then the first list
+    of its events raised the client's exception, a traceback; now one line, the job deleted."""
+    api.stories[NAME] = story("Created", "Running")
+    api.grant(PIPELINE_RUNNER, role_rules(PIPELINE_RUNNER_ROLE))
+    with pytest.raises(job_runner.JobFailed) as e:
+        _run(api)
+    assert str(e.value) == (
+        f"TFJob {NAMESPACE}/{NAME} could not be watched: events is forbidden: User "
+        f'"{PIPELINE_RUNNER}" cannot list resource "events" in API group "" in the namespace '
+        f'"{NAMESPACE}"; deleted'
+    )
+    assert api.deleted == [NAME]
+
+
+def test_the_api_servers_passing_errors_are_waited_out_but_not_for_ever(api):
+    api.stories[NAME] = story("Created", "Running", "Succeeded")
+    api.hiccups = [503, 429]
+    outcome, _ = _run(api)
+    assert outcome.state == "Succeeded" and not api.hiccups
+    api.hiccups = [503] * 10_000
+    with pytest.raises(job_runner.JobFailed, match="could not be watched: .*; deleted$"):
+        job_runner.run(
+            _job(), api=tf_job.API, **api.clients, timeout_s=30, poll_s=0.01, stuck_s=0.2
+        )

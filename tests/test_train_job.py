@@ -42,7 +42,7 @@ from trainjob_contract import (
 
 KUBERNETES_VERSION = "1.31"
 RUNTIME = yaml.safe_load(
-    (REPO_ROOT / "k8s" / "components" / "trainjob-workers" / "runtime.yaml").read_text()
+    (REPO_ROOT / "k8s" / "components" / "trainjob-runtime" / "runtime.yaml").read_text()
 )
 POD = "daily-pipeline-8kqzt-system-container-impl-2904817311"
 SECRET = "mlpipeline-minio-artifact"

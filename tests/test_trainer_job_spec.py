@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from conftest import REPO_ROOT, compile_in_process, run_cli
-from tfjob_contract import object_name_errors, schema_errors, webhook_errors
+from tfjob_contract import object_name_errors, past_backoff_limit, schema_errors, webhook_errors
 from tfrecord_pipelines.kubeflow import job_trainer
 from tfrecord_pipelines.kubeflow.platform_spec import (
     SecretEnv,
@@ -27,7 +27,13 @@ from tfrecord_pipelines.kubeflow.platform_spec import (
 )
 from tfrecord_pipelines.kubeflow.training_job import job_api, trainer_job_spec, worker_template
 from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
-from trainjob_contract import trainjob_schema_errors, trainjob_webhook_errors
+from trainjob_contract import (
+    cluster_runtime,
+    jobset_webhook_errors,
+    runtime_schema_errors,
+    trainjob_schema_errors,
+    trainjob_webhook_errors,
+)
 
 POD = "penguins-x7k2q-system-container-impl-1234567890"
 PLACEMENT = TaskPlacement(
@@ -120,9 +126,14 @@ COMPILES = {
     "guide": GUIDE_COMMAND,
     "guide-trainjob": GUIDE_TRAINJOB_COMMAND,
     "twelve": ("--gpus", "0", "--trainer-workers", "12", "--shard-size", "64MiB"),
-}
+    # Issue 90's done-when: three workers in a Kubeflow profile, of each kind.
+    "three-tfjob": ("--trainer-workers", "3"),
+    "three-trainjob": (
+        "--trainer-workers", "3", "--trainer-job", "trainjob", "--trainer-runtime", "cluster",
+    ),
+}  # fmt: skip
 GUIDE = REPO_ROOT / "docs" / "guides" / "trainer-workers.md"
-RUNTIME = REPO_ROOT / "k8s" / "components" / "trainjob-workers" / "runtime.yaml"
+RUNTIME = REPO_ROOT / "k8s" / "components" / "trainjob-runtime" / "runtime.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -248,3 +259,57 @@ def test_trainer_job_trainjob_compiles_a_trainjob_of_k8s_runtime(compiled):
     _, tf_job_config = _trainer(compiled["guide"])
     tf_job_template = worker_template.WorkerTemplate.from_custom_config(tf_job_config)
     assert dataclasses.replace(tf_job_template, kind="TrainJob") == template
+
+
+# A recurring run's task pod (a schedule's name, its timestamp, KFP's driver's suffix) in a
+# Kubeflow profile's namespace, run as the profile's account with a pull secret.
+RECURRING_POD = "daily-events-training-schedule-1764633600-system-container-impl-3141592653"
+PROFILE = "kubeflow-user-example-com"
+
+
+@pytest.mark.parametrize("compile_name", ["three-tfjob", "three-trainjob"])
+def test_three_workers_of_a_recurring_run_in_a_profile_make_a_job_the_cluster_takes(
+    compiled, compile_name
+):
+    """Issue 90's done-when: as compiled, for a recurring run's task pod, the job passes the
+    CRD schema, the webhook and (a TrainJob) JobSet's webhook on the cluster's runtime; its
+    pods carry the Istio annotation, the task's account and pull secret; and it survives one
+    fault of all three workers as its operator counts faults."""
+    _, custom_config = _trainer(compiled[compile_name])
+    template = worker_template.WorkerTemplate.from_custom_config(custom_config)
+    job = template.job(
+        name=job_api.job_name(RECURRING_POD, template.api.max_name(3)),
+        namespace=PROFILE,
+        command=["python", "-m", "tfrecord_pipelines.kubeflow.kfp_executor"],
+        owner={"name": RECURRING_POD, "uid": "6f1c0a52-1b64-4ad4-9d3f-2b8f2e7c1d90"},
+        service_account="default-editor",
+        image_pull_secrets=["registry"],
+    )
+    if template.kind == "TFJob":
+        assert schema_errors(job) == webhook_errors(job) == object_name_errors(job) == []
+        [pod] = [s["template"] for s in job["spec"]["tfReplicaSpecs"].values()]
+        assert not past_backoff_limit(job, [1, 1, 1])
+    else:
+        runtime = cluster_runtime(yaml.safe_load(RUNTIME.read_text()))
+        assert job["spec"]["runtimeRef"]["kind"] == "ClusterTrainingRuntime"
+        assert runtime_schema_errors(runtime) == []
+        assert trainjob_schema_errors(job) == trainjob_webhook_errors(job, runtime) == []
+        assert jobset_webhook_errors(job, runtime) == []
+        [patch] = job["spec"]["runtimePatches"]
+        [node] = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+        pod = node["template"]["spec"]["template"]
+        [rjob] = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+        assert rjob["template"]["spec"]["backoffLimitPerIndex"] >= 1  # each worker's own
+    assert pod["metadata"]["annotations"] == {"sidecar.istio.io/inject": "false"}
+    assert pod["spec"]["serviceAccountName"] == "default-editor"
+    assert pod["spec"]["imagePullSecrets"] == [{"name": "registry"}]
+
+
+def test_a_cluster_runtime_is_a_trainjobs_only(tmp_path):
+    ran = run_cli(
+        "compile", "--output", str(tmp_path / "p.yaml"), "--trainer-workers", "3",
+        "--trainer-runtime", "cluster",
+    )  # fmt: skip
+    assert ran.returncode != 0
+    assert "--trainer-runtime cluster is a TrainJob's: give --trainer-job trainjob" in ran.stderr
+    assert not (tmp_path / "p.yaml").exists()

@@ -13,8 +13,9 @@ A contract test of kubeflow/trainer v2.3.0 (658725bda), which cannot run here:
   ``storageUri``; the mlPolicy's one framework at most.
 - ``trainjob_webhook_errors``: pkg/webhooks/trainjob_webhook.go:110-121 (the runtime's
   kind and group, defaulted by the CRD, one of the two registered), then
-  pkg/runtime/core/trainingruntime.go:304-317 (the named TrainingRuntime exists in the
-  TrainJob's namespace; the cluster here has only k8s/'s, and no ClusterTrainingRuntime),
+  pkg/runtime/core/trainingruntime.go:304-317 and clustertrainingruntime.go:99-107 (the
+  named runtime exists: a TrainingRuntime in the TrainJob's namespace, or a
+  ClusterTrainingRuntime; the runtimes are the caller's: k8s/'s, in either kind),
   then the one validation plugin that applies to a runtime with no framework,
   pkg/runtime/framework/plugins/jobset/jobset.go:174-206: a runtimePatches manager is a
   domain-prefixed path; a patched replicated job and its (init) containers exist in the
@@ -157,9 +158,16 @@ def _domain_prefixed_path(value: str) -> bool:
     return bool(slash) and bool(_SUBDOMAIN.fullmatch(domain)) and bool(_PATH.fullmatch(path))
 
 
-def trainjob_webhook_errors(job: dict, runtime: dict) -> list[str]:
-    """The TrainJob webhook's complaints about JOB in a namespace whose one TrainingRuntime is
-    RUNTIME."""
+def cluster_runtime(runtime: dict) -> dict:
+    """RUNTIME as the ClusterTrainingRuntime of k8s/overlays/trainjob-cluster-runtime (its patch
+    changes the kind alone): the same schema and webhook rules (the two CRDs' schemas differ
+    in descriptions only; clustertrainingruntime_webhook.go calls validateReplicatedJobs)."""
+    return {**runtime, "kind": "ClusterTrainingRuntime"}
+
+
+def trainjob_webhook_errors(job: dict, *runtimes: dict) -> list[str]:
+    """The TrainJob webhook's complaints about JOB in a cluster whose runtimes are RUNTIMES
+    (a TrainingRuntime in the job's namespace, a ClusterTrainingRuntime)."""
     reference = job["spec"].get("runtimeRef", {})
     # The CRD's defaults, which the API server applies before the webhook sees the object.
     kind = reference.get("kind", "ClusterTrainingRuntime")
@@ -167,7 +175,10 @@ def trainjob_webhook_errors(job: dict, runtime: dict) -> list[str]:
     if group != GROUP or kind not in _RUNTIME_KINDS:
         # schema.GroupKind's String(): the kind alone when the group is empty.
         return [f"unsupported runtime: {kind}.{group}" if group else f"unsupported runtime: {kind}"]
-    if kind != runtime["kind"] or reference.get("name") != runtime["metadata"]["name"]:
+    found = [
+        r for r in runtimes if (r["kind"], r["metadata"]["name"]) == (kind, reference.get("name"))
+    ]
+    if not found:
         # The client's NotFound error, then the runtime's own words (trainingruntime.go:304-314,
         # clustertrainingruntime.go:99-107, whose path is spelt spec.RuntimeRef).
         path = "spec.runtimeRef" if kind == "TrainingRuntime" else "spec.RuntimeRef"
@@ -176,6 +187,7 @@ def trainjob_webhook_errors(job: dict, runtime: dict) -> list[str]:
             f'"{reference.get("name")}" not found: specified {kind[0].lower()}{kind[1:]} must '
             "be created before the TrainJob is created"
         ]
+    runtime = found[0]
     containers = {
         rjob["name"]: {
             c["name"]

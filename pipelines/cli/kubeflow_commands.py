@@ -46,6 +46,15 @@ TRAINER_JOBS = {
         "(the TrainingRuntime and the RBAC)",
     ),
 }
+# --trainer-runtime's choices: a TrainJob's runtime's kind, and what the cluster needs for it.
+TRAINER_RUNTIMES = {
+    "namespace": ("TrainingRuntime", None),
+    "cluster": (
+        "ClusterTrainingRuntime",
+        "Kubeflow Trainer v2, the ClusterTrainingRuntime of k8s/overlays/trainjob-cluster-runtime "
+        "(a cluster admin's, once) and the RBAC of k8s/overlays/kubeflow-profile-trainjob",
+    ),
+}
 
 
 def add_parsers(commands) -> None:
@@ -166,6 +175,14 @@ def _add_trainer_arguments(parser: argparse.ArgumentParser) -> None:
         help="the workers' job: tfjob (the Kubeflow Training Operator v1.9's TFJob) or "
         "trainjob (Kubeflow Trainer v2's TrainJob, with k8s/'s TrainingRuntime; Kubeflow "
         "1.11's default) (default: tfjob)",
+    )
+    parser.add_argument(
+        "--trainer-runtime",
+        choices=sorted(TRAINER_RUNTIMES),
+        default="namespace",
+        help="a TrainJob's runtime: namespace (k8s/'s TrainingRuntime in the run's namespace) "
+        "or cluster (its ClusterTrainingRuntime, which a cluster admin installs once: for a "
+        "Kubeflow profile, whose owner cannot install a TrainingRuntime) (default: namespace)",
     )
     parser.add_argument("--trainer-cpu", help="Trainer CPU limit, e.g. 8 or 7500m")
     parser.add_argument("--trainer-memory", help="Trainer memory limit, e.g. 32Gi")
@@ -332,6 +349,10 @@ def run_compile(args: argparse.Namespace) -> str:
         raise UsageError(f"--output {args.output} must end in .yaml or .yml.")
     if args.state_dir and not args.window:
         raise UsageError("--state-dir keeps a window's state: give --window N with it.")
+    if args.trainer_runtime != "namespace" and args.trainer_job != "trainjob":
+        raise UsageError(
+            f"--trainer-runtime {args.trainer_runtime} is a TrainJob's: give --trainer-job trainjob"
+        )
     config = _with_a_shard_per_worker(
         _in_image_paths(config_from_args(args, serving_dir=args.serving_dir)),
         args.trainer_workers,
@@ -376,9 +397,11 @@ def run_compile(args: argparse.Namespace) -> str:
         in_image=(IMAGE_ROOT,),
         trainer_workers=args.trainer_workers,
         trainer_job=TRAINER_JOBS[args.trainer_job][0],
+        trainer_runtime_kind=TRAINER_RUNTIMES[args.trainer_runtime][0],
     )
     if args.trainer_workers > 1:
         kind, needs = TRAINER_JOBS[args.trainer_job]
+        needs = TRAINER_RUNTIMES[args.trainer_runtime][1] or needs
         print(
             f"The Trainer trains in a {kind} of {args.trainer_workers} workers: {needs} "
             "must be in the namespace"

@@ -18,9 +18,11 @@ The task needs what KFP's driver gives every executor pod: ``KFP_POD_NAME`` and
 ``KFP_POD_UID`` (the job's name and its owner; compiler/argocompiler/common.go:42-56 of
 kubeflow/pipelines 7b70c7b95f68), and the pod's service account, whose namespace and
 token the in-cluster configuration reads (k8s/'s RBAC lets it manage its jobs, read its
-own pod and its workers' pods and logs). The workers run as the task's pod runs: its
-service account (so its cloud identity, Workload Identity or IRSA, and its role
-bindings) and its image pull secrets, read from the task's pod when the job is made.
+own pod and its workers' pods, logs and events; the task asks the API server first and
+fails in one line, before any job exists, if a call would be refused). The workers run
+as the task's pod runs: its service account (so its cloud identity, Workload Identity or
+IRSA, and its role bindings) and its image pull secrets, read from the task's pod when
+the job is made.
 """
 
 from __future__ import annotations
@@ -76,7 +78,8 @@ def run_job(template: worker_template.WorkerTemplate, environ=os.environ) -> job
     """Creates the task's job from TEMPLATE through the in-cluster API and waits for it.
 
     Raises:
-      job_runner.JobFailed: the job failed, timed out or was refused, in one line.
+      job_runner.JobFailed: the task may not make the calls it needs, or the job failed,
+        timed out or was refused, in one line.
       RuntimeError: not in a KFP pod (no pod name or uid, no service account), in one line.
     """
     from kubernetes import client, config
@@ -93,6 +96,9 @@ def run_job(template: worker_template.WorkerTemplate, environ=os.environ) -> job
     config.load_incluster_config()
     core = client.CoreV1Api()
     account, pull_secrets = task_identity(core, namespace, environ[POD_NAME])
+    job_runner.check_access(
+        template.api, client.AuthorizationV1Api(), namespace, account or "default"
+    )
     job = template.job(
         name=job_api.job_name(environ[POD_NAME], template.api.max_name(template.workers)),
         namespace=namespace,

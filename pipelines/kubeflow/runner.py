@@ -26,6 +26,9 @@ from tfrecord_pipelines.kubeflow.artifact_store import ArtifactStoreAccess
 from tfrecord_pipelines.kubeflow.kfp_executor import DAILY_STATE_FLAG
 from tfrecord_pipelines.kubeflow.platform_spec import TaskPlacement, VolumeMount, checked_document
 from tfrecord_pipelines.kubeflow.schedule import LATEST_SPAN, SPAN_PARAMETER
+from tfrecord_pipelines.kubeflow.training_job.train_job import (
+    RUNTIME_KIND as DEFAULT_RUNTIME_KIND,
+)
 from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
 from tfrecord_pipelines.kubeflow.training_job.worker_template import (
     DEFAULT_KIND as DEFAULT_TRAINER_JOB,
@@ -127,6 +130,7 @@ def compile_for_kubeflow(
     in_image: Sequence[str] = (),
     trainer_workers: int = 1,
     trainer_job: str = DEFAULT_TRAINER_JOB,
+    trainer_runtime_kind: str = DEFAULT_RUNTIME_KIND,
 ) -> str:
     """Writes the pipeline as a KFP v2 YAML file: PipelineSpec, then PlatformSpec.
 
@@ -165,6 +169,8 @@ def compile_for_kubeflow(
       trainer_workers: more than one: the Trainer's task trains in a job of that many
         workers (``trainer_job_spec``); one: in its own pod.
       trainer_job: that job's kind: ``TFJob`` or ``TrainJob`` (``worker_template.KINDS``).
+      trainer_runtime_kind: a TrainJob's runtime's kind: ``TrainingRuntime`` (in the
+        run's namespace) or ``ClusterTrainingRuntime``.
 
     Returns:
       output_file.
@@ -186,8 +192,9 @@ def compile_for_kubeflow(
         _with_artifact_store(output_file, placements, artifact_store)
     if trainer_workers > 1:
         _with_trainer_workers(
-            output_file, trainer_workers, trainer_image, resources, placements, trainer_job
-        )
+            output_file, trainer_workers, trainer_image, resources, placements,
+            kind=trainer_job, runtime_kind=trainer_runtime_kind,
+        )  # fmt: skip
     _append_platform_spec(output_file, placements)
     return output_file
 
@@ -217,9 +224,10 @@ def _with_trainer_workers(
     image: str,
     resources: TrainerResources,
     placements: Mapping[str, TaskPlacement],
-    kind: str,
+    **job: str,
 ) -> None:
-    """The Trainer's task made to train in a job of KIND of WORKERS workers, in place."""
+    """The Trainer's task made to train in a job of WORKERS workers, in place; JOB: its kind
+    and options (``trainer_job_spec.worker_template``)."""
     from tfrecord_pipelines.kubeflow import platform_spec
     from tfrecord_pipelines.kubeflow.training_job import trainer_job_spec
 
@@ -228,7 +236,7 @@ def _with_trainer_workers(
     label = platform_spec.executor_label(spec, TRAINER_ID)
     env = spec["deploymentSpec"]["executors"][label]["container"].get("env", [])
     template = trainer_job_spec.worker_template(
-        workers, image, resources, placements.get(TRAINER_ID, TaskPlacement()), env, kind=kind
+        workers, image, resources, placements.get(TRAINER_ID, TaskPlacement()), env, **job
     )
     trainer_job_spec.with_worker_job(spec, label, TRAINER_ID, template)
     with filesystem.open_file(output_file, "w") as f:

@@ -42,6 +42,7 @@ class JobApi:
       index_key: the pod's label or annotation that holds its worker index (0: the chief).
       longest_pod_name: the name of the last worker's pod, with ``{name}`` the job's and
         ``{last}`` the last index, as the controller's admission checks it.
+      role_file: k8s/'s Role for the task's service account, which grants ``task_access``.
       creation_failures: the objects (``{name}``: the job's name) whose Warning events of
         these reasons say a controller cannot make the job's pods or their owners.
     """
@@ -55,6 +56,7 @@ class JobApi:
     job_label: str
     index_key: str
     longest_pod_name: str
+    role_file: str
     creation_failures: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
@@ -65,6 +67,14 @@ class JobApi:
     def max_name(self, workers: int) -> int:
         """The longest job name whose workers' pod names fit a DNS-1035 label."""
         return DNS_1035_MAX - len(self.longest_pod_name.format(name="", last=workers - 1))
+
+    def task_access(self) -> tuple[tuple[str, str, str], ...]:
+        """What the task's calls need, as RBAC names it: (verb, API group, resource), a
+        subresource as ``pods/log``. Creating, reading and deleting the job; reading its own
+        pod; listing the job's pods, reading their logs, and listing their events."""
+        job = tuple((verb, self.group, self.plural) for verb in ("create", "get", "delete"))
+        pods = (("get", "", "pods"), ("list", "", "pods"), ("get", "", "pods/log"))
+        return (*job, *pods, ("list", "", "events"))
 
     def pod_selector(self, name: str) -> str:
         """The label selector of job NAME's pods."""

@@ -50,6 +50,11 @@ _WAITING = {
 }
 
 
+# The API server's answers that a later call may not get (too many requests, its own
+# errors), retried while they last less than ``stuck_s``.
+_TRANSIENT = (429, 500, 502, 503, 504)
+
+
 class JobFailed(RuntimeError):
     """The job failed, timed out or could not be created; the message is one line."""
 
@@ -99,8 +104,9 @@ def run(
       The final state, the seconds it took, and the chief's (worker 0's) log.
 
     Raises:
-      JobFailed: the API refused the job, the job failed, its pods could not start for
-        STUCK_S, or it did not end in time.
+      JobFailed: the API refused the job or a read of it (or its own errors lasted
+        STUCK_S), the job failed, its pods could not start for STUCK_S, or it did not end
+        in time.
     """
     from kubernetes.client.exceptions import ApiException
 
@@ -112,36 +118,103 @@ def run(
         )
     except ApiException as e:
         raise JobFailed(f"{where} could not be created: {_reason(e)}") from None
-    start, seen = time.monotonic(), None
+    start, seen, failing_since = time.monotonic(), None, None
     stuck = _Stuck(api, core, namespace, name, stuck_s)
     try:
         with _stopped_by_sigterm(api.kind):
             while True:
-                current = custom_objects.get_namespaced_custom_object(
-                    api.group, api.version, namespace, api.plural, name
-                )
-                state, message = state_of(current)
-                if state != seen:
-                    log(f"{where}: {state or 'waiting for its controller'}. {message}".rstrip())
-                    seen = state
-                seconds = time.monotonic() - start
-                if state == api.succeeded:
-                    chief = _chief_log(api, core, namespace, name)
-                    log(f"{where}: the chief's log (worker 0):\n{chief}")
-                    return Outcome(state, seconds, chief)
-                if state == "Failed":
-                    raise JobFailed(_failure(api, core, namespace, name, where, message, log))
-                cause = stuck.cause()
-                if cause:
-                    raise JobFailed(f"{where} cannot start: {cause}; deleted")
-                if seconds >= timeout_s:
+                try:
+                    outcome = _step(api, custom_objects, core, job, where, start, stuck, seen, log)
+                except ApiException as e:
+                    # The API server's own hiccups pass; a refusal, or a hiccup that lasts,
+                    # ends the wait.
+                    failing_since = failing_since or time.monotonic()
+                    lasted = time.monotonic() - failing_since
+                    if e.status not in _TRANSIENT or lasted >= stuck_s:
+                        raise JobFailed(
+                            f"{where} could not be watched: {_reason(e)}; deleted"
+                        ) from None
+                    time.sleep(poll_s)
+                    continue
+                failing_since = None
+                if isinstance(outcome, Outcome):
+                    return outcome
+                seen = outcome
+                if time.monotonic() - start >= timeout_s:
                     raise JobFailed(
                         f"{where} did not finish in {timeout_s:.0f} s "
-                        f"(last state: {state or 'not started'}); deleted"
+                        f"(last state: {seen or 'not started'}); deleted"
                     )
                 time.sleep(poll_s)
     finally:
         _delete(api, custom_objects, namespace, name, log)
+
+
+def _step(api: JobApi, custom_objects, core, job, where, start, stuck, seen, log):
+    """One read of the job: its Outcome if it succeeded, else its state (logged when it
+    changed).
+
+    Raises:
+      JobFailed: it failed, or its pods have not started for ``stuck_s``.
+    """
+    namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
+    current = custom_objects.get_namespaced_custom_object(
+        api.group, api.version, namespace, api.plural, name
+    )
+    state, message = state_of(current)
+    if state != seen:
+        log(f"{where}: {state or 'waiting for its controller'}. {message}".rstrip())
+    if state == api.succeeded:
+        chief = _chief_log(api, core, namespace, name)
+        log(f"{where}: the chief's log (worker 0):\n{chief}")
+        return Outcome(state, time.monotonic() - start, chief)
+    if state == "Failed":
+        raise JobFailed(_failure(api, core, namespace, name, where, message, log))
+    cause = stuck.cause()
+    if cause:
+        raise JobFailed(f"{where} cannot start: {cause}; deleted")
+    return state
+
+
+def check_access(api: JobApi, authorization, namespace: str, account: str) -> None:
+    """Asks the API server whether the task may make every call of ``api.task_access`` in
+    NAMESPACE (a SelfSubjectAccessReview each, as ``kubectl auth can-i``), before any job
+    exists: a refusal in the middle of the wait would leave workers training for nothing.
+
+    Args:
+      api: the kind's API.
+      authorization: a ``kubernetes.client.AuthorizationV1Api``.
+      namespace: the task's namespace.
+      account: the task pod's service account, for the message.
+
+    Raises:
+      JobFailed: one line naming every call refused and the Role that grants them.
+    """
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    refused = []
+    for verb, group, resource in api.task_access():
+        plural, _, subresource = resource.partition("/")
+        attributes = client.V1ResourceAttributes(
+            namespace=namespace, verb=verb, group=group, resource=plural,
+            subresource=subresource or None,
+        )  # fmt: skip
+        review = client.V1SelfSubjectAccessReview(
+            spec=client.V1SelfSubjectAccessReviewSpec(resource_attributes=attributes)
+        )
+        try:
+            answer = authorization.create_self_subject_access_review(review)
+        except ApiException as e:
+            raise JobFailed(f"the task cannot ask what it may do: {_reason(e)}") from None
+        if not answer.status.allowed:
+            refused.append(f"{verb} {resource}{f'.{group}' if group else ''}")
+    if refused:
+        raise JobFailed(
+            f"the task's service account {namespace}/{account} may not "
+            f"{', '.join(refused)} in namespace {namespace}: bind it the Role in "
+            f"{api.role_file}; no {api.kind} was made"
+        )
 
 
 class _Stuck:

@@ -61,6 +61,7 @@ API = JobApi(
     index_key="training.kubeflow.org/replica-index",
     # pkg/core/utils.go:30, GenGeneralName: the pod's and its Service's name.
     longest_pod_name="{name}-worker-{last}",
+    role_file="k8s/components/trainer-workers/rbac.yaml",
     # pkg/controller.v1/control/pod_control.go:39,153 and service_control.go:37,90: a pod
     # or Service the API refused (a quota, a policy), on the TFJob.
     creation_failures=(("{name}", ("FailedCreatePod", "FailedCreateService")),),

@@ -3,7 +3,7 @@ nodes, on Kubeflow 1.11's default install, which has no TFJob.
 
 Trainer v2 has no TensorFlow runtime (kubeflow/trainer#2699), so ``k8s/`` brings one:
 the TrainingRuntime ``tfrecord-pipelines-tensorflow``
-(``k8s/components/trainjob-workers/runtime.yaml``), one indexed Job ``node`` whose
+(``k8s/components/trainjob-runtime/runtime.yaml``), one indexed Job ``node`` whose
 container ``node`` is the Trainer's image. Its ``mlPolicy`` names no framework, so the
 PlainML plugin applies (kubeflow/trainer v2.3.0, 658725bd,
 pkg/runtime/framework/plugins/plainml/plainml.go): the TrainJob's ``numNodes`` sets the
@@ -27,7 +27,8 @@ Trainer reads it as it does there (``components/trainer/workers.py``).
 What the object holds, and why:
 
 - ``runtimeRef``: the namespaced TrainingRuntime (``kind: TrainingRuntime``), which the
-  overlay installs in the pipeline's namespace;
+  overlay installs in the pipeline's namespace, or the ClusterTrainingRuntime of the same
+  name, which a Kubeflow profile's owner can use but not install;
 - ``resourcesPerNode``: the Trainer pod's limits (its GPUs, CPU and memory);
 - a ``runtimePatches`` entry of this project's own manager for what the Trainer's pod
   has besides: its claims, node pool and tolerations; the webhook requires a
@@ -76,6 +77,7 @@ API = JobApi(
     index_key="batch.kubernetes.io/job-completion-index",
     # JobSet's webhook: placement.GenPodName(jobset, "node", "0", last) and a random suffix.
     longest_pod_name="{name}-node-0-{last}-abcde",
+    role_file="k8s/components/trainjob-workers/rbac.yaml",
     # The JobSet not made (pkg/controller/trainjob_controller.go:107-119, on the TrainJob),
     # and a pod the API refused, on the node Job (the Job controller's FailedCreate).
     creation_failures=(
@@ -83,9 +85,13 @@ API = JobApi(
         ("{name}-node-0", ("FailedCreate",)),
     ),
 )
-# The TrainingRuntime k8s/ installs (k8s/components/trainjob-workers/runtime.yaml).
+# The runtime k8s/ installs (k8s/components/trainjob-runtime/runtime.yaml): a TrainingRuntime
+# in the pipeline's namespace, or the same spec as a ClusterTrainingRuntime a cluster's admin
+# installs once (k8s/overlays/trainjob-cluster-runtime), which every namespace may read
+# (Trainer v2's kubeflow-trainer-view-cluster-runtimes) but a profile's owner cannot create.
 DEFAULT_RUNTIME = "tfrecord-pipelines-tensorflow"
-RUNTIME_KIND = "TrainingRuntime"
+RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
+RUNTIME_KIND = RUNTIME_KINDS[0]
 # The trainer's replicated Job (pkg/constants/constants.go:68-69).
 NODE_JOB = "node"
 # The port each worker's collective ops listen on: any, as each pod has its own address.
@@ -95,6 +101,12 @@ WORKER_INDEX = "TFRECORD_PIPELINES_WORKER_INDEX"
 COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 # A runtimePatches entry's owner: a domain-prefixed path (jobset.go:176).
 PATCH_MANAGER = "tfrecord-pipelines.io/trainer-task"
+
+
+def check_runtime_kind(kind: str) -> None:
+    """Raises ValueError, in one line, for a runtime kind the TrainJob webhook does not know."""
+    if kind not in RUNTIME_KINDS:
+        raise ValueError(f"a TrainJob's runtime is one of {', '.join(RUNTIME_KINDS)}, got {kind!r}")
 
 
 def worker_addresses(name: str, workers: int) -> list[str]:
@@ -133,12 +145,13 @@ def train_job(
     service_account: str | None = None,
     image_pull_secrets: Sequence[str] = (),
     runtime: str = DEFAULT_RUNTIME,
+    runtime_kind: str = RUNTIME_KIND,
 ) -> dict:
     """The TrainJob that runs COMMAND on WORKERS nodes of IMAGE with RUNTIME.
 
     Args:
       name: the job's name (``job_api.job_name`` of the task's pod).
-      namespace: the task's namespace, where the TrainingRuntime is.
+      namespace: the task's namespace (where a TrainingRuntime is).
       image: the task's own image.
       command: each worker's command (the Trainer's executor with the task's inputs).
       workers: how many workers, 2 or more.
@@ -151,12 +164,14 @@ def train_job(
       tolerations: taints they tolerate.
       service_account: the workers' service account (the task's); None: the runtime's.
       image_pull_secrets: the Secrets the workers pull the image with (the task's).
-      runtime: the TrainingRuntime's name.
+      runtime: the runtime's name.
+      runtime_kind: its kind, one of ``RUNTIME_KINDS``.
 
     Raises:
       ValueError: a name or a count the controller or Kubernetes would refuse, in one line.
     """
     check_job(API, name, workers, image, command)
+    check_runtime_kind(runtime_kind)
     trainer: dict = {
         "image": image,
         "command": list(command),
@@ -172,7 +187,7 @@ def train_job(
             {"apiVersion": "v1", "kind": "Pod", "name": owner["name"], "uid": owner["uid"]}
         ]
     spec: dict = {
-        "runtimeRef": {"name": runtime, "kind": RUNTIME_KIND, "apiGroup": API.group},
+        "runtimeRef": {"name": runtime, "kind": runtime_kind, "apiGroup": API.group},
         "trainer": trainer,
     }
     pod = _pod_patch(

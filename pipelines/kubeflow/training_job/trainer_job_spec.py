@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from google.protobuf import json_format
 
 from tfrecord_pipelines.kubeflow.platform_spec import TaskPlacement
+from tfrecord_pipelines.kubeflow.training_job import train_job
 from tfrecord_pipelines.kubeflow.training_job import worker_template as templates
 from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
 
@@ -33,9 +34,10 @@ def worker_template(
     env: Sequence[Mapping[str, str]] = (),
     timeout_s: float = templates.DEFAULT_TIMEOUT_S,
     kind: str = templates.DEFAULT_KIND,
+    runtime_kind: str = train_job.RUNTIME_KIND,
 ) -> templates.WorkerTemplate:
-    """The TFJob's template for the Trainer's pod as compiled (its PLACEMENT, its container's
-    ENV).
+    """The job's template for the Trainer's pod as compiled (its PLACEMENT, its container's
+    ENV): a job of KIND (a TrainJob on a runtime of RUNTIME_KIND).
 
     Raises:
       ValueError: fewer than two workers, or another value the operator would refuse.
@@ -64,6 +66,7 @@ def worker_template(
         tolerations=tuple(tolerations),
         timeout_s=timeout_s,
         kind=kind,
+        runtime_kind=runtime_kind,
     )
 
 

@@ -33,7 +33,7 @@ class _Kind:
 # The kinds of job the task can create, by kind.
 KINDS = {
     tf_job.API.kind: _Kind(tf_job.API, tf_job.tf_job, ("backoff_limit",)),
-    train_job.API.kind: _Kind(train_job.API, train_job.train_job, ("runtime",)),
+    train_job.API.kind: _Kind(train_job.API, train_job.train_job, ("runtime", "runtime_kind")),
 }
 DEFAULT_KIND = tf_job.API.kind
 # How long the task waits for the job from its creation, unless compiled otherwise: a day.
@@ -61,7 +61,8 @@ class WorkerTemplate:
       backoff_limit: faults of every worker the job survives.
       timeout_s: how long the task waits for the job.
       kind: the kind of job (one of ``KINDS``).
-      runtime: a TrainJob's TrainingRuntime (a TFJob has none).
+      runtime: a TrainJob's runtime (a TFJob has none).
+      runtime_kind: its kind: TrainingRuntime (in the namespace) or ClusterTrainingRuntime.
     """
 
     workers: int
@@ -76,6 +77,7 @@ class WorkerTemplate:
     timeout_s: float = DEFAULT_TIMEOUT_S
     kind: str = DEFAULT_KIND
     runtime: str = train_job.DEFAULT_RUNTIME
+    runtime_kind: str = train_job.RUNTIME_KIND
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -83,6 +85,7 @@ class WorkerTemplate:
                 f"unknown kind of training job {self.kind!r}: one of {', '.join(sorted(KINDS))}"
             )
         check_job(self.api, None, self.workers, self.image, ["-"], self.backoff_limit)
+        train_job.check_runtime_kind(self.runtime_kind)
         if self.timeout_s <= 0:
             raise ValueError(f"the {self.kind}'s timeout must be positive, got {self.timeout_s} s")
 
