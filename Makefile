@@ -24,6 +24,11 @@ JAVA := /usr/lib/jvm/java-17-openjdk-amd64/bin/java
 # catatonit for the pause process of `podman kube play`'s pods.
 PODMAN := /usr/bin/podman
 CATATONIT := /usr/bin/catatonit
+# The multi-worker Trainer test gives each worker process an address of its own and
+# resolves the training job's host names to them, as a cluster's pods and DNS do:
+# Debian's socket_wrapper and nss_wrapper (cwrap), preloaded in those processes only.
+SOCKET_WRAPPER := /usr/lib/x86_64-linux-gnu/libsocket_wrapper.so
+NSS_WRAPPER := /usr/lib/x86_64-linux-gnu/libnss_wrapper.so
 # The image target `make image` builds: cpu (every component) or gpu (the Trainer).
 TARGET ?= cpu
 APT_INSTALL = $(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq && \
@@ -34,7 +39,7 @@ IMPORT_TREE := build/import-tree
 # memory), a test module per worker at a time, heaviest first (tests/conftest.py).
 PYTEST_PARALLEL := --numprocesses auto --maxprocesses 4 --dist loadscope --no-loadscope-reorder
 
-.PHONY: run compile test lint docs setup browser jvm containers image lock clean
+.PHONY: run compile test lint docs setup browser jvm containers cwrap image lock clean
 
 run: setup  ## Run the pipeline locally on the bundled data (or ARGS).
 	$(PYTHON) -m tfrecord_pipelines run $(ARGS)
@@ -42,7 +47,7 @@ run: setup  ## Run the pipeline locally on the bundled data (or ARGS).
 compile: setup  ## Write the Kubeflow Pipelines v2 spec.
 	$(PYTHON) -m tfrecord_pipelines compile $(ARGS)
 
-test: setup lint browser jvm containers  ## Lint, then run every test on both cores: the docs build, pipeline runs, a browser, Spark and the image included.
+test: setup lint browser jvm containers cwrap  ## Lint, then run every test on both cores: the docs build, pipeline runs, a browser, Spark and the image included.
 	$(PYTHON) -m pytest $(PYTEST_PARALLEL)
 
 lint: setup
@@ -70,6 +75,11 @@ jvm: $(JAVA)  ## Install Java 17 for the Spark engine (--engine spark).
 
 $(JAVA):
 	$(APT_INSTALL) openjdk-17-jre-headless
+
+cwrap: $(SOCKET_WRAPPER) $(NSS_WRAPPER)  ## Install socket_wrapper and nss_wrapper: each trainer worker's own address and host name in tests.
+
+$(SOCKET_WRAPPER) $(NSS_WRAPPER):
+	$(APT_INSTALL) libsocket-wrapper libnss-wrapper
 
 containers: $(PODMAN) $(CATATONIT)  ## Install podman, runc, debootstrap, catatonit: builds and runs the component image.
 

@@ -1,10 +1,20 @@
-"""Two Trainer workers on 127.0.0.1, as a TFJob's pods train: the same inputs, TF_CONFIG each.
+"""Two Trainer workers, as a TrainJob's pods train: the same inputs, TF_CONFIG each.
 
 The bundled pipeline runs once (its Trainer a single process); then two processes run
 the Trainer's own ``run_fn`` on that run's examples and Transform output with the
-custom_config the pipeline gave its Trainer, each with the ``TF_CONFIG`` the
-Training Operator would set (its Service names mapped to 127.0.0.1 ports):
-MultiWorkerMirroredStrategy, each worker on its own shards, worker 0 the chief.
+custom_config the pipeline gave its Trainer, each with the ``TF_CONFIG`` its TrainJob's
+pod gets (``train_job.tf_config_env`` as Kubernetes expands it for the pod's completion
+index: the JobSet's host names, port 2222 for every worker): MultiWorkerMirroredStrategy,
+each worker on its own shards, worker 0 the chief.
+
+Each process is a pod's network, as cwrap's wrappers make it (Debian's
+libsocket-wrapper and libnss-wrapper, preloaded in the workers only): socket_wrapper
+gives it an address of its own (127.0.0.10 + index; its sockets are Unix sockets in a
+folder the workers share), so both listen on 2222 as pods do; nss_wrapper resolves the
+host names to those addresses from a hosts file, as a cluster's DNS resolves the
+JobSet's; gRPC is told to resolve through the C library (``GRPC_DNS_RESOLVER=native``),
+which its c-ares resolver would bypass. A name TF_CONFIG gives that resolves to no
+worker fails the run.
 """
 
 from __future__ import annotations
@@ -14,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -21,10 +32,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+import yaml
 
-from conftest import REPO_ROOT, free_port, run_cli, run_summary
+from conftest import REPO_ROOT, run_cli, run_summary
 from example_data import read_split
+from tfrecord_pipelines.kubeflow.training_job import train_job
+from tfrecord_pipelines.kubeflow.training_job.trainer_resources import TrainerResources
 from tfrecord_pipelines.local.run_record import open_store, read_run
+from trainjob_contract import node_env
 
 pytestmark = pytest.mark.e2e
 
@@ -33,6 +48,14 @@ WORKERS = 2
 # A hang, not slowness: no worker printed a line for this long (a worker waiting on a peer
 # that is gone prints nothing). A loaded machine's slow steps still print.
 STALL_S = 300
+# The TrainJob whose pods the workers are, and the runtime its JobSet is made of.
+JOB = "trainer-1"
+RUNTIME = yaml.safe_load(
+    (REPO_ROOT / "k8s" / "components" / "trainjob-runtime" / "runtime.yaml").read_text()
+)
+# cwrap's libraries (the Makefile's cwrap target installs them), and each worker's address.
+WRAPPERS = "libsocket_wrapper.so libnss_wrapper.so"
+FIRST_ADDRESS = 10
 
 # The worker's program: the Trainer's run_fn on FnArgs read from a JSON file.
 _WORKER = textwrap.dedent("""
@@ -134,15 +157,37 @@ class _Running:
 
 
 def _start_workers(arguments: Path, folder: Path) -> list[subprocess.Popen]:
-    """The workers' processes, each with the TF_CONFIG the operator would give its pod and a
-    temporary folder of its own (its pod's disk)."""
-    addresses = [f"127.0.0.1:{free_port()}" for _ in range(WORKERS)]
+    """The workers' processes, each with its TrainJob pod's TF_CONFIG, its own address and
+    the JobSet's host names, and a temporary folder of its own (its pod's disk)."""
+    job = train_job.train_job(
+        name=JOB, namespace="team-a", image="image", command=["python"], workers=WORKERS,
+        resources=TrainerResources(),
+    )  # fmt: skip
+    # New pods each start: a network of their own (Unix sockets; a path of under 108 bytes).
+    network = Path(tempfile.mkdtemp(prefix="pods-", dir="/tmp"))
+    hosts = network / "hosts"
+    hosts.write_text(
+        "".join(
+            f"127.0.0.{FIRST_ADDRESS + index} {address.rpartition(':')[0]}\n"
+            for index, address in enumerate(train_job.worker_addresses(JOB, WORKERS))
+        )
+    )
     processes = []
     for index in range(WORKERS):
         scratch = folder / f"tmp-{index}"
         scratch.mkdir(exist_ok=True)
-        tf_config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
-        environment = {**os.environ, "TF_CONFIG": json.dumps(tf_config), "TMPDIR": str(scratch)}
+        environment = {
+            **os.environ,
+            "TF_CONFIG": node_env(job, RUNTIME, index)["TF_CONFIG"],
+            "TMPDIR": str(scratch),
+            "LD_PRELOAD": WRAPPERS,
+            "SOCKET_WRAPPER_DIR": str(network),
+            "SOCKET_WRAPPER_DEFAULT_IFACE": str(FIRST_ADDRESS + index),
+            "NSS_WRAPPER_HOSTS": str(hosts),
+            "NSS_WRAPPER_PASSWD": "/etc/passwd",
+            "NSS_WRAPPER_GROUP": "/etc/group",
+            "GRPC_DNS_RESOLVER": "native",
+        }
         processes.append(
             subprocess.Popen(
                 [sys.executable, "-c", _WORKER, str(arguments)],
@@ -177,6 +222,9 @@ def test_each_worker_reads_its_own_half_of_the_shards_and_together_all(two_worke
         assert training and "CollectiveAllReduceStrategy on 2 replica(s)" in training[0], log[
             -3000:
         ]
+    # Each served at its pod's host name and the runtime's port, as on a cluster.
+    for index, (_, log) in enumerate(results):
+        assert f"Started server with target: grpc://{JOB}-node-0-{index}.{JOB}:2222" in log
     own = [_shards(log) for _, log in results]
     train_shards = len(list((single[2] / "Split-train").iterdir()))
     assert [total for _, total in own] == [train_shards] * WORKERS
