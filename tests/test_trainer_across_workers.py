@@ -57,7 +57,10 @@ RUNTIME = yaml.safe_load(
 WRAPPERS = "libsocket_wrapper.so libnss_wrapper.so"
 FIRST_ADDRESS = 10
 
-# The worker's program: the Trainer's run_fn on FnArgs read from a JSON file.
+# The worker's program: the Trainer's run_fn on FnArgs read from a JSON file. Once run_fn
+# has returned it leaves at once (os._exit after flushing): at a normal exit the
+# preloaded socket_wrapper's destructor can close sockets under gRPC's threads, and a
+# chief that had written its model was seen to crash there (SIGSEGV, 2026-12-03).
 _WORKER = textwrap.dedent("""
     import json, logging, os, sys
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
@@ -65,6 +68,10 @@ _WORKER = textwrap.dedent("""
     from tfx.components.trainer.fn_args_utils import FnArgs
     from tfrecord_pipelines.components.trainer.run import run_fn
     run_fn(FnArgs(**json.load(open(sys.argv[1]))))
+    print("run_fn returned", flush=True)
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(0)
 """)
 
 
@@ -215,7 +222,7 @@ def _shard_files(log: str) -> list[str]:
 def test_each_worker_reads_its_own_half_of_the_shards_and_together_all(two_workers, single):
     results, _, _ = two_workers
     for code, log in results:
-        assert code == 0, log[-3000:]
+        assert code == 0 and "run_fn returned" in log, log[-3000:]
     for _, log in results:
         training = [line for line in log.splitlines() if "Training " in line and " steps " in line]
         # tf.distribute.MultiWorkerMirroredStrategy's class is CollectiveAllReduceStrategy.
