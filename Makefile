@@ -29,6 +29,10 @@ CATATONIT := /usr/bin/catatonit
 # Debian's socket_wrapper and nss_wrapper (cwrap), preloaded in those processes only.
 SOCKET_WRAPPER := /usr/lib/x86_64-linux-gnu/libsocket_wrapper.so
 NSS_WRAPPER := /usr/lib/x86_64-linux-gnu/libnss_wrapper.so
+# What KFP's UI renders the project's Markdown with (markdown-to-jsx and React at the
+# versions of KFP's frontend lock), for the tests: npm installs them from the lock.
+NODE := /usr/bin/node
+UI_READERS := tests/ui_readers
 # The image target `make image` builds: cpu (every component) or gpu (the Trainer).
 TARGET ?= cpu
 APT_INSTALL = $(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq && \
@@ -39,7 +43,7 @@ IMPORT_TREE := build/import-tree
 # memory), a test module per worker at a time, heaviest first (tests/conftest.py).
 PYTEST_PARALLEL := --numprocesses auto --maxprocesses 4 --dist loadscope --no-loadscope-reorder
 
-.PHONY: run compile test lint docs setup browser jvm containers cwrap image lock clean
+.PHONY: run compile test lint docs setup browser jvm containers cwrap ui-readers image lock clean
 
 run: setup  ## Run the pipeline locally on the bundled data (or ARGS).
 	$(PYTHON) -m tfrecord_pipelines run $(ARGS)
@@ -47,7 +51,7 @@ run: setup  ## Run the pipeline locally on the bundled data (or ARGS).
 compile: setup  ## Write the Kubeflow Pipelines v2 spec.
 	$(PYTHON) -m tfrecord_pipelines compile $(ARGS)
 
-test: setup lint browser jvm containers cwrap  ## Lint, then run every test on both cores: the docs build, pipeline runs, a browser, Spark and the image included.
+test: setup lint browser jvm containers cwrap ui-readers  ## Lint, then run every test on both cores: the docs build, pipeline runs, a browser, Spark and the image included.
 	$(PYTHON) -m pytest $(PYTEST_PARALLEL)
 
 lint: setup
@@ -80,6 +84,15 @@ cwrap: $(SOCKET_WRAPPER) $(NSS_WRAPPER)  ## Install socket_wrapper and nss_wrapp
 
 $(SOCKET_WRAPPER) $(NSS_WRAPPER):
 	$(APT_INSTALL) libsocket-wrapper libnss-wrapper
+
+ui-readers: $(UI_READERS)/node_modules/.package-lock.json  ## Install what KFP's UI renders Markdown with, for the tests (npm, from the lock).
+
+$(UI_READERS)/node_modules/.package-lock.json: $(UI_READERS)/package-lock.json | $(NODE)
+	cd $(UI_READERS) && NODE_EXTRA_CA_CERTS=$${NODE_EXTRA_CA_CERTS:-$${SSL_CERT_FILE:-}} \
+		npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+
+$(NODE):
+	$(APT_INSTALL) nodejs npm
 
 containers: $(PODMAN) $(CATATONIT)  ## Install podman, runc, debootstrap, catatonit: builds and runs the component image.
 

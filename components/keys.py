@@ -28,8 +28,10 @@ EVALUATION_KEY = "evaluation"
 BLESSING_KEY = "blessing"
 MODEL_BLESSING_KEY = "model_blessing"
 PUSHED_MODEL_KEY = "pushed_model"
-# The page KFP's UI shows for a component (system.Markdown): ExampleGen's, the Evaluator's.
-SUMMARY_KEY = "summary"
+# The pages KFP's UI shows for a component (system.Markdown): ExampleGen's, the Evaluator's;
+# named apart, as the UI's graph and artifact list show the output's name alone.
+EXAMPLES_SUMMARY_KEY = "examples_summary"
+EVALUATION_SUMMARY_KEY = "evaluation_summary"
 # Every component that runs this project's code: its version, so that caching notices new code.
 CODE_VERSION_KEY = "code_version"
 

@@ -56,7 +56,7 @@ def evaluate_with_ui(executor, examples: str, model: str, eval_config, output: P
         "classification_metrics": _artifact(
             ui_artifacts.ClassificationMetrics, str(output / "classification_metrics")
         ),
-        "summary": _artifact(ui_artifacts.Markdown, str(output / "summary.md")),
+        "evaluation_summary": _artifact(ui_artifacts.Markdown, str(output / "summary.md")),
     }
     outputs = {"evaluation": [evaluation], "blessing": [blessing]}
     executor().Do(inputs, {**outputs, **{name: [a] for name, a in ui.items()}}, properties)

@@ -9,11 +9,34 @@ each row as long; a ROC curve from ``confidenceMetrics``, a list of
 ``{confidenceThreshold, recall, falsePositiveRate}``. The SDK's
 ``log_confusion_matrix`` and ``log_roc_curve`` write that layout; the
 checks below compare with what the SDK writes for the same numbers.
+
+Read with the UI's own code or its rules, the same frontend:
+
+- ``render_markdown``: a system.Markdown page as MarkdownViewer.tsx renders it, by the
+  same library at the frontend's locked version (markdown-to-jsx 7.7.17, React 19.2.4:
+  ``tests/ui_readers``, which ``make ui-readers`` installs from its lock), with the
+  viewer's option ``disableParsingRawHTML``; ``shown_text`` is what a reader sees of it.
+- ``metrics_table_pages``: a system.Metrics artifact's table as MetricsVisualizations.tsx
+  (ScalarMetricsSection) and PagedTable.tsx build it: one row per custom property but
+  ``display_name`` and the reserved ``store_session_info`` (ReservedArtifactProperties.ts),
+  its value JSON-encoded, sorted by name ascending (a stable sort comparing strings with
+  JavaScript's ``<``: UTF-16 code units, Python's order on these names), 10 rows a page.
 """
 
 from __future__ import annotations
 
+import html
+import json
+import re
+import subprocess
+
 from kfp import dsl
+
+from conftest import REPO_ROOT
+
+UI_READERS = REPO_ROOT / "tests" / "ui_readers"
+ROWS_PER_PAGE = 10
+_HIDDEN_PROPERTIES = ("display_name", "store_session_info")
 
 
 def check_confusion_matrix(matrix: dict) -> tuple[list[str], list[list[float]]]:
@@ -57,3 +80,31 @@ def area_under(points: list[dict]) -> float:
     curve = sorted([(0.0, 0.0), (1.0, 1.0), *found])
     pairs = zip(curve, curve[1:], strict=False)
     return sum((x2 - x1) * (y1 + y2) / 2 for (x1, y1), (x2, y2) in pairs)
+
+
+def render_markdown(text: str) -> str:
+    """TEXT as KFP's Markdown viewer renders it, as HTML."""
+    if not (UI_READERS / "node_modules" / "markdown-to-jsx").is_dir():
+        raise RuntimeError("KFP's Markdown renderer is not installed: run `make ui-readers`")
+    ran = subprocess.run(
+        ["node", str(UI_READERS / "render_markdown.mjs")],
+        input=text, capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+    if ran.returncode:
+        raise RuntimeError(f"markdown-to-jsx failed: {ran.stderr.strip()[-2000:]}")
+    return ran.stdout
+
+
+def shown_text(rendered: str) -> str:
+    """What a reader sees of rendered HTML: its text, tags dropped, entities read."""
+    return html.unescape(re.sub(r"<[^>]+>", " ", rendered))
+
+
+def metrics_table_pages(properties: dict) -> list[list[tuple[str, str]]]:
+    """The UI's Metrics table of a system.Metrics artifact's custom PROPERTIES, page by
+    page: (name, value as shown) rows."""
+    rows = sorted(
+        (name, json.dumps(value)) for name, value in properties.items()
+        if name not in _HIDDEN_PROPERTIES
+    )  # fmt: skip
+    return [rows[i : i + ROWS_PER_PAGE] for i in range(0, len(rows), ROWS_PER_PAGE)]

@@ -95,6 +95,8 @@ class LoadedReport:
       anomalous: the features marked as having anomalies.
       images: (natural width, natural height) of each thumbnail as decoded.
       screenshot: the full-page PNG written beside the report.
+      overflow_px: how far the page is wider than its viewport (0: nothing is cut off).
+      hidden_links: the navigation bar's links that end beyond the viewport's right edge.
     """
 
     errors: list[str]
@@ -105,6 +107,8 @@ class LoadedReport:
     anomalous: set[str]
     images: list[tuple[int, int]]
     screenshot: Path
+    overflow_px: int = 0
+    hidden_links: list[str] = dataclasses.field(default_factory=list)
 
 
 def _shown(frame, errors: list[str], requests: list[str], screenshot: Path) -> LoadedReport:
@@ -136,6 +140,14 @@ def _shown(frame, errors: list[str], requests: list[str], screenshot: Path) -> L
             )
         ],
         screenshot=screenshot,
+        overflow_px=frame.evaluate(
+            "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        ),
+        hidden_links=frame.eval_on_selector_all(
+            "nav a",
+            "nodes => nodes.filter(n => n.getBoundingClientRect().right >"
+            " document.documentElement.clientWidth).map(n => n.textContent)",
+        ),
     )
 
 
@@ -167,18 +179,24 @@ def load_report(endpoint: str, report: Path) -> LoadedReport:
     return loaded
 
 
+# The width of the frame KFP's UI gives a system.HTML artifact in a run's task panel (its
+# width: 100% of the panel, about 550 px in Chromium at 1280 px: issue 91, finding 6).
+KFP_PANEL_WIDTH_PX = 550
+
+
 def load_as_kfp_ui_shows(endpoint: str, html: str, screenshot: Path) -> LoadedReport:
     """Shows ``html`` as KFP's UI shows a ``system.HTML`` artifact, and reads what it shows.
 
     The UI reads the artifact's file and sets its text as the ``srcdoc`` of an
     iframe sandboxed with ``allow-scripts`` alone (kubeflow/pipelines at 7b70c7b,
     frontend/src/components/viewers/HTMLViewer.tsx): an opaque origin, with the
-    page's own Content-Security-Policy.
+    page's own Content-Security-Policy; 100% of the task panel wide, and at least 600
+    px high.
     """
     with _watched_page(endpoint) as (page, errors, requests):
         page.set_content(
             '<iframe sandbox="allow-scripts" src="about:blank" '
-            'style="width: 100%; height: 600px; border: 0"></iframe>'
+            f'style="width: {KFP_PANEL_WIDTH_PX}px; height: 600px; border: 0"></iframe>'
         )
         with page.expect_event("framenavigated", predicate=lambda f: f.url == "about:srcdoc"):
             page.eval_on_selector("iframe", "(frame, html) => { frame.srcdoc = html; }", html)

@@ -78,6 +78,37 @@ def test_spec_parses_with_kfp_into_pipeline_spec(compiled):
     assert set(spec.root.dag.tasks) == EXPECTED_TASKS
 
 
+def test_every_output_artifact_has_a_name_of_its_own(compiled):
+    """KFP's UI labels an artifact in the graph and the Artifacts list by its output's name
+    alone: two tasks' outputs of one name (ExampleGen's and the Evaluator's `summary` on
+    bca8a10) cannot be told apart (issue 91, finding 1)."""
+    spec = _pipeline_spec(compiled)
+    names = [
+        name
+        for component in spec["components"].values()
+        for name in component.get("outputDefinitions", {}).get("artifacts", {})
+    ]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+def test_tfx_proto_parameters_are_one_line(compiled):
+    """KFP's UI shows a parameter's text with its newlines escaped: TFX's indented eval_config
+    was a line of \\n (issue 91, finding 5). Each is compact JSON, the same proto."""
+    from tensorflow_model_analysis.proto import config_pb2
+
+    tasks = _pipeline_spec(compiled)["root"]["dag"]["tasks"]
+    constants = [
+        p["runtimeValue"]["constant"]
+        for task in tasks.values()
+        for p in task["inputs"].get("parameters", {}).values()
+        if "runtimeValue" in p
+    ]
+    assert not [c for c in constants if isinstance(c, str) and "\n" in c]
+    eval_config = tasks["Evaluator"]["inputs"]["parameters"]["eval_config"]["runtimeValue"]
+    parsed = json_format.Parse(eval_config["constant"], config_pb2.EvalConfig())
+    assert parsed.metrics_specs and parsed.model_specs
+
+
 def test_no_resolver_node(compiled):
     text = compiled.read_text()
     assert "resolver" not in text.lower()

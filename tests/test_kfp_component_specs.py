@@ -82,7 +82,7 @@ TYPES = {
         "inputs": {"input_base": "STRING", "label": "STRING", "problem": "STRING",
                    "source_format": "STRING", "num_readers": "NUMBER_INTEGER"},
         "outputs": {"examples": "system.Dataset", "statistics": "system.Artifact",
-                    "quarantine": "system.Dataset", "summary": "system.Markdown"},
+                    "quarantine": "system.Dataset", "examples_summary": "system.Markdown"},
     },
     "schema_gen": {
         "inputs": {"statistics": "system.Artifact"},
@@ -110,7 +110,7 @@ TYPES = {
         "outputs": {"evaluation": "system.Artifact", "blessing": "system.Artifact",
                     "metrics": "system.Metrics",
                     "classification_metrics": "system.ClassificationMetrics",
-                    "summary": "system.Markdown"},
+                    "evaluation_summary": "system.Markdown"},
     },
     "pusher": {
         "inputs": {"model": "system.Model", "model_blessing": "system.Artifact",

@@ -41,7 +41,12 @@ from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2, statistics_p
 
 from component_image import chown_for_the_image, podman
 from conftest import PIPELINE_COMPONENTS, REPO_ROOT, compile_in_process
-from kfp_ui_layout import check_confusion_matrix
+from kfp_ui_layout import (
+    check_confusion_matrix,
+    metrics_table_pages,
+    render_markdown,
+    shown_text,
+)
 from report_browser import load_as_kfp_ui_shows
 from tfrecord_pipelines.kubeflow import input_fingerprints
 
@@ -310,10 +315,14 @@ def test_schema_and_examples(engine_run):
     _, quarantine = _output(records["ShardedExampleGen"], "quarantine")
     assert quarantine["count"] == metadata["quarantined_count"]
     # The page KFP's UI shows for ExampleGen: its shards and the train split's features.
-    page, _ = _output(records["ShardedExampleGen"], "summary")
+    page, _ = _output(records["ShardedExampleGen"], "examples_summary")
     text = page.read_text()
     assert text.startswith(f"## Examples: {int(metadata['records_written']):,} records in ")
-    assert all(f"| {feature} |" in text for feature in _curated_schema() - {"species"})
+    # As the UI renders it (issue 91, finding 2): every feature's name whole, no emphasis.
+    rendered = render_markdown(text)
+    shown = shown_text(rendered).split()
+    assert "<em>" not in rendered and "<strong>" not in rendered
+    assert all(feature in shown for feature in _curated_schema() - {"species"})
 
 
 def test_statistics_and_validation(dag):
@@ -368,18 +377,18 @@ def test_the_evaluator_writes_what_kfps_ui_draws(dag):
         name: yaml.safe_load(definition.artifact_type.instance_schema)["title"]
         for name, definition in spec.components["Evaluator"].output_definitions.artifacts.items()
     }
-    assert {titles[n] for n in ("metrics", "classification_metrics", "summary")} == {
+    assert {titles[n] for n in ("metrics", "classification_metrics", "evaluation_summary")} == {
         "system.Metrics",
         "system.ClassificationMetrics",
         "system.Markdown",
     }
     _, metrics = _output(records["Evaluator"], "metrics")
-    # Every custom property of a system.Metrics is a row of the UI's table: numbers only.
+    # Every custom property of a system.Metrics is a row of the UI's table: numbers only,
+    # on one page, the headline among them (issue 91, finding 3: four pages on bca8a10).
     assert all(isinstance(value, float) for value in metrics.values()), metrics
-    low, value, high = (
-        metrics[f"sparse_categorical_accuracy{end}"] for end in (" 95% low", "", " 95% high")
-    )
-    assert low <= value <= high
+    [table] = metrics_table_pages(metrics)
+    assert "sparse_categorical_accuracy" in dict(table)
+    assert not any("95%" in name or "(Adelie)" in name for name, _ in table)
     rows = metrics["eval rows"]
     _, classification = _output(records["Evaluator"], "classification_metrics")
     categories, counts = check_confusion_matrix(classification["confusionMatrix"])
@@ -387,9 +396,15 @@ def test_the_evaluator_writes_what_kfps_ui_draws(dag):
     assert sum(map(sum, counts)) == rows
     # Three classes: no ROC curve.
     assert "confidenceMetrics" not in classification
-    page, _ = _output(records["Evaluator"], "summary")
+    page, _ = _output(records["Evaluator"], "evaluation_summary")
     text = page.read_text()
     assert text.startswith("## Evaluation: blessed") and f"on {int(rows):,} eval rows" in text
+    # The intervals are here, each metric's name whole as the UI renders it.
+    rendered = render_markdown(text)
+    shown = " ".join(shown_text(rendered).split())
+    assert "<em>" not in rendered
+    accuracy = metrics["sparse_categorical_accuracy"]
+    assert f"sparse_categorical_accuracy {accuracy:.4f} [" in shown
 
 
 def test_the_last_task_writes_the_run_report_kfps_ui_shows(dag, chromium_endpoint, tmp_path):
@@ -402,6 +417,8 @@ def test_the_last_task_writes_the_run_report_kfps_ui_shows(dag, chromium_endpoin
     html = page.read_text()
     loaded = load_as_kfp_ui_shows(chromium_endpoint, html, tmp_path / "report.png")
     assert loaded.errors == []
+    # It reads in the task panel's frame: nothing wider, every link of its bar in view.
+    assert (loaded.overflow_px, loaded.hidden_links) == (0, [])
     # Self-contained: the frame requested nothing.
     assert loaded.requests == []
     assert loaded.sections == [

@@ -16,7 +16,14 @@ from evaluator_paths import (
 )
 
 from conftest import run_cli, run_summary
-from kfp_ui_layout import area_under, check_confusion_matrix, check_roc_curve
+from kfp_ui_layout import (
+    area_under,
+    check_confusion_matrix,
+    check_roc_curve,
+    metrics_table_pages,
+    render_markdown,
+    shown_text,
+)
 from tfrecord_pipelines.components.evaluator.executor import Executor
 from tfrecord_pipelines.components.task import Task
 from tfrecord_pipelines.definition.config import EvaluationOptions, EvaluationThresholds
@@ -132,7 +139,11 @@ def _check_ui_outputs(evaluated, summary, blessed: bool) -> None:
     metrics = ui["metrics"]
     [auc] = [row for row in read_evaluation(evaluation).metrics if row.name == "auc (high)"]
     assert metrics.get_float_custom_property("auc (high)") == pytest.approx(auc.candidate)
-    assert metrics.get_float_custom_property("auc (high) 95% low") == pytest.approx(auc.interval[0])
+    # The UI's table: one page, the positive class's AUC on it; each class's and the
+    # intervals are on the summary page.
+    names = [n for n in metrics.mlmd_artifact.custom_properties if n != "tfx_version"]
+    [page] = metrics_table_pages({n: metrics.get_custom_property(n) for n in names})
+    assert "auc (high)" in dict(page) and "auc (low)" not in dict(page)
     rows = metrics.get_float_custom_property("eval rows")
     assert rows > 0
     classification = ui["classification_metrics"]
@@ -148,9 +159,11 @@ def _check_ui_outputs(evaluated, summary, blessed: bool) -> None:
     assert roc[0]["recall"] == pytest.approx(1.0) and roc[-1]["recall"] < roc[0]["recall"]
     assert roc[-1]["falsePositiveRate"] < roc[0]["falsePositiveRate"]
     assert area_under(roc) == pytest.approx(auc.candidate, abs=0.01)
-    page = Path(ui["summary"].uri).read_text()
+    page = Path(ui["evaluation_summary"].uri).read_text()
     assert page.startswith(f"## Evaluation: {'blessed' if blessed else 'not blessed'}")
-    assert "| auc (high) |" in page
+    shown = " ".join(shown_text(render_markdown(page)).split())
+    low, high = auc.interval
+    assert f"auc (high) {auc.candidate:.4f} [{low:.4f}, {high:.4f}]" in shown
 
 
 USER_MODULE = '''

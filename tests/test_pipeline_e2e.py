@@ -24,6 +24,7 @@ from evaluator_paths import (
 from conftest import printed_run_id, run_cli, run_output, run_summary
 from tfrecord_pipelines.components.evaluator import paired_change
 from tfrecord_pipelines.components.evaluator.executor import Executor
+from tfrecord_pipelines.components.markdown_text import markdown_text
 from tfrecord_pipelines.components.task import Task
 from tfrecord_pipelines.components.trainer.dataset import list_files
 from tfrecord_pipelines.components.trainer.signatures import SCORES_OUTPUT
@@ -317,7 +318,7 @@ def test_other_csv_regression_trains_evaluates_and_pushes(tmp_path):
     change = paired_change.read(uri)
     assert not blessed and change.regressed and change.low > 0
     assert change.metric == "mean_absolute_error" and not change.higher_is_better
-    assert change.sentence() in Path(ui["summary"].uri).read_text()
+    assert markdown_text(change.sentence()) in Path(ui["evaluation_summary"].uri).read_text()
 
 
 def _penguins_model_and_examples(penguins_run):
@@ -395,7 +396,7 @@ def test_the_push_gate_holds_back_only_a_loss_beyond_the_noise(
     assert was_blessed == blessed == (not change.regressed)
     assert change.rows == summary.metrics["example_count"]
     assert change.candidate <= change.baseline
-    markdown = Path(ui["summary"].uri).read_text()
+    markdown = Path(ui["evaluation_summary"].uri).read_text()
     failures = [
         failure.message
         for per_slice in tfma.load_validation_result(uri).metric_validations_per_slice
@@ -404,12 +405,12 @@ def test_the_push_gate_holds_back_only_a_loss_beyond_the_noise(
     blessing = tmp_path / "gate" / "blessing"
     if blessed:
         assert not failures and (blessing / "BLESSED").exists()
-        assert f"Against the baseline: {change.sentence()}." in markdown
+        assert f"Against the baseline: {markdown_text(change.sentence())}." in markdown
         assert "within noise of the baseline" in change.sentence()
     else:
         # TFX's Pusher reads the blessing file; the reason names the metric, the
         # difference and its interval.
         assert failures == [change.sentence()] and (blessing / "NOT_BLESSED").exists()
-        assert f"- {change.sentence()}" in markdown
+        assert f"- {markdown_text(change.sentence())}" in markdown
         assert f"accuracy {change.candidate:.4f} vs {change.baseline:.4f}" in failures[0]
         assert f"{change.difference:+.4f} [{change.low:+.4f}, {change.high:+.4f}]" in failures[0]

@@ -130,7 +130,7 @@ def _reuse(record: dict, executor_input: pipeline_spec_pb2.ExecutorInput) -> Non
             written.metadata.fields[keys.MEMBERS_PROPERTY].string_value = json.dumps(
                 [member] if member else []
             )
-        elif name == keys.SUMMARY_KEY:
+        elif name == keys.EXAMPLES_SUMMARY_KEY:
             with filesystem.open_file(given.uri, "w") as f:
                 f.write(
                     "# ShardedExampleGen\n\nThis span's files, settings and schema were "

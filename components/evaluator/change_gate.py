@@ -11,8 +11,7 @@ the difference and its interval.
 
 from __future__ import annotations
 
-import logging
-
+from absl import logging
 from tensorflow_model_analysis.metrics import metric_specs
 from tensorflow_model_analysis.proto import config_pb2
 

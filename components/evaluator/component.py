@@ -28,7 +28,7 @@ class EvaluatorSpec(standard_component_specs.EvaluatorSpec):
         **standard_component_specs.EvaluatorSpec.OUTPUTS,
         keys.METRICS_KEY: ChannelParameter(type=ui_artifacts.Metrics),
         keys.CLASSIFICATION_METRICS_KEY: ChannelParameter(type=ui_artifacts.ClassificationMetrics),
-        keys.SUMMARY_KEY: ChannelParameter(type=ui_artifacts.Markdown),
+        keys.EVALUATION_SUMMARY_KEY: ChannelParameter(type=ui_artifacts.Markdown),
     }
 
 
@@ -86,6 +86,6 @@ class Evaluator(base_beam_component.BaseBeamComponent):
             blessing=types.Channel(type=standard_artifacts.ModelBlessing),
             metrics=types.Channel(type=ui_artifacts.Metrics),
             classification_metrics=types.Channel(type=ui_artifacts.ClassificationMetrics),
-            summary=types.Channel(type=ui_artifacts.Markdown),
+            evaluation_summary=types.Channel(type=ui_artifacts.Markdown),
         )
         super().__init__(spec=spec)

@@ -18,12 +18,12 @@ and why.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 
 import numpy as np
 import tensorflow_model_analysis as tfma
+from absl import logging
 from tfx.components.evaluator import constants
 from tfx.components.evaluator import executor as tfx_executor
 from tfx.types import artifact_utils

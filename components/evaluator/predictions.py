@@ -8,11 +8,11 @@ metrics are sliced by.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from tfrecord_pipelines.components.trainer.dataset import infer_compression, record_blocks
 from tfrecord_pipelines.components.trainer.input_options import InputOptions

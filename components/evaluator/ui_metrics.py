@@ -1,17 +1,20 @@
 """What the Evaluator shows in Kubeflow Pipelines' UI: its metrics, confusion matrix, ROC curve
 and a summary page, from the evaluation it wrote in TFMA's format.
 
-- ``metrics`` (system.Metrics): each metric on the whole eval split, its 95%
-  interval's ends (``components.evaluator.intervals``) and the eval rows.
+- ``metrics`` (system.Metrics): the headline rows of the UI's table, one page of it:
+  each metric on the whole eval split, the positive class's, and the eval rows (each
+  class's metrics and the 95% intervals are on the summary page).
 - ``classification_metrics`` (system.ClassificationMetrics): the candidate's
   confusion matrix with the label's class names, and for two classes the ROC
   curve of the positive class (TFMA's ConfusionMatrixPlot). Regression
   models leave it empty, which the UI does not draw.
-- ``summary`` (system.Markdown): the verdict, the metrics table, the
+- ``evaluation_summary`` (system.Markdown): the verdict, the metrics table, the
   thresholds that failed and the paired comparison with the baseline.
 """
 
 from __future__ import annotations
+
+import re
 
 import tensorflow_model_analysis as tfma
 
@@ -28,9 +31,10 @@ from tfrecord_pipelines.components.evaluator.metric_values import (
 )
 from tfrecord_pipelines.components.keys import (
     CLASSIFICATION_METRICS_KEY,
+    EVALUATION_SUMMARY_KEY,
     METRICS_KEY,
-    SUMMARY_KEY,
 )
+from tfrecord_pipelines.components.markdown_text import markdown_text
 
 EVAL_ROWS = "eval rows"
 
@@ -59,6 +63,10 @@ def _confusion_cells(plots: list) -> dict[tuple[int, int], float]:
     return {}
 
 
+# A metric of one class (``metric_values.metric_name``).
+_PER_CLASS = re.compile(r" \(class (\d+)\)$")
+
+
 def _roc_points(plots: list) -> list:
     """TFMA's ConfusionMatrixPlot of the binarized positive class: one matrix per threshold."""
     for kv in plots:
@@ -75,6 +83,17 @@ def _class_name(classes: list[str] | None, class_id: int) -> str:
 def _display(name: str, classes: list[str] | None) -> str:
     """``auc (class 1)`` → ``auc (Chinstrap)`` when the label's classes are known."""
     return label_classes.display_name(name, classes or [])
+
+
+def _on_the_table(name: str, positive: int | None) -> bool:
+    """A row of the Metrics table KFP's UI draws: a metric of the whole eval split, or of
+    the positive class. The table shows 10 rows a page, sorted by name
+    (frontend/src/components/viewers/PagedTable.tsx): the headline metrics fit its first
+    page; each class's metrics and every interval are on the summary page and the report."""
+    if not is_shown_metric(name):
+        return False
+    per_class = _PER_CLASS.search(name)
+    return per_class is None or (positive is not None and int(per_class.group(1)) == positive)
 
 
 def _share(part: float, rest: float) -> float:
@@ -106,13 +125,15 @@ def _markdown(
         interval, behind = intervals.get(name, (None, None))
         shown = f"[{interval[0]:.4f}, {interval[1]:.4f}]" if interval else ""
         lines.append(
-            f"| {_display(name, classes)} | {value:.4f} | {shown} | "
+            f"| {markdown_text(_display(name, classes))} | {value:.4f} | {shown} | "
             f"{'' if behind is None else f'{behind:,}'} |"
         )
     if failures:
-        lines += ["", "Failed thresholds:", "", *(f"- {failure}" for failure in failures)]
+        lines += [
+            "", "Failed thresholds:", "", *(f"- {markdown_text(failure)}" for failure in failures)
+        ]  # fmt: skip
     if against_baseline:
-        lines += ["", f"Against the baseline: {against_baseline}."]
+        lines += ["", f"Against the baseline: {markdown_text(against_baseline)}."]
     return "\n".join(lines) + "\n"
 
 
@@ -122,7 +143,7 @@ def publish(evaluation_uri: str, output_dict: dict, blessed: bool | None) -> Non
     Args:
       evaluation_uri: the evaluation folder, in TFMA's format.
       output_dict: the executor's outputs; ``metrics``, ``classification_metrics``
-        and ``summary`` are filled when present.
+        and ``evaluation_summary`` are filled when present.
       blessed: the verdict; None when no threshold was configured.
     """
     values = candidate_values(overall_metric_values(evaluation_uri))
@@ -131,15 +152,10 @@ def publish(evaluation_uri: str, output_dict: dict, blessed: bool | None) -> Non
     classes = list(found[0]) if found else None
     if output_dict.get(METRICS_KEY):
         [metrics] = output_dict[METRICS_KEY]
+        positive = classes.index(found[1]) if found and found[1] in classes else None
         for name, value in sorted(values.items()):
-            if not is_shown_metric(name):
-                continue
-            shown = _display(name, classes)
-            ui_artifacts.log_metric(metrics, shown, value)
-            if name in intervals:
-                (low, high), _ = intervals[name]
-                ui_artifacts.log_metric(metrics, f"{shown} 95% low", low)
-                ui_artifacts.log_metric(metrics, f"{shown} 95% high", high)
+            if _on_the_table(name, positive):
+                ui_artifacts.log_metric(metrics, _display(name, classes), value)
         if EXAMPLE_COUNT in values:
             ui_artifacts.log_metric(metrics, EVAL_ROWS, values[EXAMPLE_COUNT])
     plots = _overall_plots(evaluation_uri)
@@ -161,7 +177,7 @@ def publish(evaluation_uri: str, output_dict: dict, blessed: bool | None) -> Non
                 [_share(p.true_positives, p.false_negatives) for p in points],
                 [p.threshold for p in points],
             )
-    if output_dict.get(SUMMARY_KEY):
+    if output_dict.get(EVALUATION_SUMMARY_KEY):
         validation = tfma.load_validation_result(evaluation_uri)
         failures = [
             failure.message or f"{failure.metric_key.name} failed its threshold"
@@ -170,7 +186,7 @@ def publish(evaluation_uri: str, output_dict: dict, blessed: bool | None) -> Non
         ]
         change = paired_change.read(evaluation_uri)
         passed = change.sentence() if change and not change.regressed else None
-        [summary] = output_dict[SUMMARY_KEY]
+        [summary] = output_dict[EVALUATION_SUMMARY_KEY]
         ui_artifacts.write_text(
             summary, _markdown(values, intervals, classes, blessed, failures, passed)
         )

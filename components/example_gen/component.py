@@ -15,12 +15,13 @@ from tfx import types
 from tfx.components.example_gen import utils
 from tfx.dsl.components.base import base_beam_component, executor_spec
 from tfx.orchestration import data_types
-from tfx.proto import example_gen_pb2
+from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 
 from tfrecord_pipelines.components import ui_artifacts
 from tfrecord_pipelines.components.data_source import CSV, DataSource
+from tfrecord_pipelines.components.example_gen import file_based_arguments
 from tfrecord_pipelines.components.example_gen.executor import Executor
 from tfrecord_pipelines.components.example_gen.settings import ExampleGenSettings
 from tfrecord_pipelines.components.keys import (
@@ -32,6 +33,7 @@ from tfrecord_pipelines.components.keys import (
     ENCODING_KEY,
     ENGINE_KEY,
     EVAL_ROWS_KEY,
+    EXAMPLES_SUMMARY_KEY,
     LABEL_KEY,
     MAX_BAD_FRACTION_KEY,
     NUM_READERS_KEY,
@@ -43,7 +45,6 @@ from tfrecord_pipelines.components.keys import (
     SPARK_CONF_KEY,
     SPARK_MASTER_KEY,
     STATISTICS_KEY,
-    SUMMARY_KEY,
     TARGET_SHARD_BYTES_KEY,
 )
 from tfrecord_pipelines.components.spans import parse_span
@@ -104,7 +105,7 @@ class ShardedExampleGenSpec(standard_component_specs.FileBasedExampleGenSpec):
         **standard_component_specs.FileBasedExampleGenSpec.OUTPUTS,
         QUARANTINE_KEY: ChannelParameter(type=Quarantine),
         STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics),
-        SUMMARY_KEY: ChannelParameter(type=ui_artifacts.Markdown),
+        EXAMPLES_SUMMARY_KEY: ChannelParameter(type=ui_artifacts.Markdown),
     }
 
 
@@ -135,6 +136,11 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
         output_config: example_gen_pb2.Output | None = None,
         code_version: str | None = None,
         span: int | str | data_types.RuntimeParameter | None = None,
+        range_config: range_config_pb2.RangeConfig | None = None,
+        custom_config=None,
+        output_data_format: int | None = None,
+        output_file_format: int | None = None,
+        custom_executor_spec=None,
         **unknown,
     ):
         """Builds the component.
@@ -160,10 +166,18 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             (``2026-11-25``); None or "" converts the latest span on disk. May be
             a RuntimeParameter (str) that a scheduler fills per run. A span that
             is not on disk fails the component, naming the path looked for.
+          range_config: CsvExampleGen's way to pick the span: a static range of one
+            span, or a rolling range of one (the latest); instead of ``span``.
+          custom_config: FileBasedExampleGen's; refused, naming ExampleGenSettings.
+          output_data_format: None or FORMAT_TF_EXAMPLE, what it writes; else refused.
+          output_file_format: None or FORMAT_TFRECORDS_GZIP, what it writes; else refused.
+          custom_executor_spec: FileBasedExampleGen's; refused.
 
         Raises:
-          TypeError: for a setting given by its name before ExampleGenSettings.
-          ValueError: on a span that is not a number or a day.
+          TypeError: for a setting given by its name before ExampleGenSettings, a
+            custom_config or a custom executor.
+          ValueError: on a span that is not a number or a day, a range of more than one
+            span, or another payload or file format.
         """
         if unknown:
             raise TypeError(
@@ -171,6 +185,10 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
                 "ShardedExampleGen(input_base, ExampleGenSettings(...)) "
                 "(tfrecord_pipelines.components.example_gen.settings)."
             )
+        file_based_arguments.refuse_unsupported(
+            custom_config, output_data_format, output_file_format, custom_executor_spec
+        )
+        span = file_based_arguments.span_of(range_config, span)
         settings = settings or ExampleGenSettings()
         if not isinstance(span, data_types.RuntimeParameter):
             asked = parse_span(span)
@@ -193,6 +211,6 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
             examples=types.Channel(type=standard_artifacts.Examples),
             quarantine=types.Channel(type=Quarantine),
             statistics=types.Channel(type=standard_artifacts.ExampleStatistics),
-            summary=types.Channel(type=ui_artifacts.Markdown),
+            examples_summary=types.Channel(type=ui_artifacts.Markdown),
         )
         super().__init__(spec=spec)

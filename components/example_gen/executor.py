@@ -316,9 +316,9 @@ class Executor(BaseExampleGenExecutor):
         )
         _publish(examples, quarantine, report, summary.count)
         _record_task(examples, exec_properties)
-        if output_dict.get(keys.SUMMARY_KEY):
+        if output_dict.get(keys.EXAMPLES_SUMMARY_KEY):
             ui_artifacts.write_text(
-                artifact_utils.get_single_instance(output_dict[keys.SUMMARY_KEY]),
+                artifact_utils.get_single_instance(output_dict[keys.EXAMPLES_SUMMARY_KEY]),
                 summary_page.render(report, conversion.statistics_paths),
             )
         _check_outcome(report, summary, exec_properties[keys.MAX_BAD_FRACTION_KEY], quarantine.uri)

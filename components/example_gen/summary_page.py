@@ -2,7 +2,7 @@
 which shards, what was quarantined, and each feature's statistics on the train split.
 
 Written from the shard plan and the statistics ExampleGen has just written:
-no record is read again.
+no record is read again. What the data names is escaped (``markdown_text``).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from tensorflow_metadata.proto.v0 import statistics_pb2
 
 from tfrecord_pipelines.components.categorical import value_counts
 from tfrecord_pipelines.components.example_gen.shard_plan_report import ShardPlanReport
+from tfrecord_pipelines.components.markdown_text import markdown_text
 from tfrecord_pipelines.components.storage import filesystem
 
 TOP_VALUES_SHOWN = 3
@@ -51,7 +52,7 @@ def _feature_row(feature: statistics_pb2.FeatureNameStatistics, rows: int) -> st
     else:
         missing, described = 0, ""
     share = f"{missing / rows:.1%}" if rows else ""
-    return f"| {name} | {kind} | {share} | {described.replace('|', '/')} |"
+    return f"| {markdown_text(name)} | {kind} | {share} | {markdown_text(described)} |"
 
 
 def render(plan: ShardPlanReport, statistics_paths: dict[str, str] | None) -> str:
@@ -67,10 +68,15 @@ def render(plan: ShardPlanReport, statistics_paths: dict[str, str] | None) -> st
         "| --- | --- | --- | --- |",
     ]
     for name, split in plan.splits.items():
-        lines.append(f"| {name} | {split.records:,} | {len(split.shards)} | {split.bytes:,} |")
+        lines.append(
+            f"| {markdown_text(name)} | {split.records:,} | {len(split.shards)} | {split.bytes:,} |"
+        )
     if plan.quarantined:
         lines += ["", "Quarantined, by reason:", ""]
-        lines += [f"- {reason}: {count:,}" for reason, count in plan.quarantined_by_reason.items()]
+        lines += [
+            f"- {markdown_text(reason)}: {count:,}"
+            for reason, count in plan.quarantined_by_reason.items()
+        ]
     dataset = _statistics((statistics_paths or {}).get(_DESCRIBED_SPLIT, ""))
     if dataset is not None:
         lines += [

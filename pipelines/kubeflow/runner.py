@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import json
 import os
 from collections.abc import Mapping, Sequence
 
@@ -109,11 +110,23 @@ def _complete(output_file: str, config: PipelineConfig, state_dir: str | None) -
     with filesystem.open_file(output_file) as f:
         spec = yaml.safe_load(f.read())
     _examples_by_reference(spec)
+    _one_line_protos(spec)
     if config.source.spans:
         _with_spans(spec, config, state_dir)
     input_fingerprints.with_input_fingerprints(spec)
     with filesystem.open_file(output_file, "w") as f:
         f.write(yaml.safe_dump(spec, sort_keys=False))
+
+
+def _one_line_protos(spec: dict) -> None:
+    """TFX's proto parameters (eval_config, input_config, push_destination, ...) on one line
+    each, in place: TFX writes them as indented JSON, which KFP's UI shows as one line of
+    escaped newlines. The executors parse JSON, whatever its spacing."""
+    for task in spec["root"]["dag"]["tasks"].values():
+        for parameter in task.get("inputs", {}).get("parameters", {}).values():
+            constant = parameter.get("runtimeValue", {}).get("constant")
+            if isinstance(constant, str) and constant.startswith("{\n"):
+                parameter["runtimeValue"]["constant"] = json.dumps(json.loads(constant))
 
 
 def compile_for_kubeflow(

@@ -52,7 +52,7 @@ def sharded_example_gen(
     examples: Output[Dataset],
     statistics: Output[Artifact],
     quarantine: Output[Dataset],
-    summary: Output[Markdown],
+    examples_summary: Output[Markdown],
     label: str = "",
     problem: str = CLASSIFICATION,
     source_format: str = "",
@@ -76,7 +76,7 @@ def sharded_example_gen(
       examples: train and eval splits of gzipped TFRecord shards.
       statistics: TFDV's statistics of each split (FeatureStats.pb).
       quarantine: the rows that could not be converted, with their reasons.
-      summary: the shards, the quarantine and each feature's statistics (Markdown).
+      examples_summary: the shards, the quarantine and each feature's statistics (Markdown).
     """
     return _container("sharded_example_gen")
 
@@ -179,7 +179,7 @@ def evaluator(
     blessing: Output[Artifact],
     metrics: Output[Metrics],
     classification_metrics: Output[ClassificationMetrics],
-    summary: Output[Markdown],
+    evaluation_summary: Output[Markdown],
     label: str = "",
     problem: str = "",
     min_accuracy: float = EvaluationThresholds.min_accuracy,
@@ -206,7 +206,7 @@ def evaluator(
       blessing: BLESSED or NOT_BLESSED, for the Pusher.
       metrics: each metric, its 95% interval and the eval rows (drawn by KFP's UI).
       classification_metrics: the confusion matrix; for two classes, the ROC curve.
-      summary: the verdict and the metrics table (Markdown).
+      evaluation_summary: the verdict and the metrics table (Markdown).
     """
     return _container("evaluator")
 
