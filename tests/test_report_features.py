@@ -2,10 +2,13 @@
 treats it: an integer the schema marks categorical (penguins' ``year``) as counts of its
 values, not a mean of years."""
 
+import re
+
 import pandas as pd
 import pytest
 import tensorflow_data_validation as tfdv
 
+from kfp_ui_layout import render_markdown, shown_text
 from tfrecord_pipelines.components.data_source.files import CSV
 from tfrecord_pipelines.components.example_gen import summary_page
 from tfrecord_pipelines.components.example_gen.shard_plan_report import ShardPlanReport
@@ -55,12 +58,17 @@ def test_example_gens_page_in_kfps_ui_counts_a_categorical_integers_values(stati
         num_shards=None, compression="GZIP", records_read=10, records_written=10, quarantined=0,
         quarantined_by_reason={}, splits={},
     )  # fmt: skip
+    # As KFP's UI renders the page: each table row's cells, as a reader sees them.
+    rendered = render_markdown(summary_page.render(plan, {"train": str(path)}))
     rows = {
-        line.split(" | ")[0].removeprefix("| "): line
-        for line in summary_page.render(plan, {"train": str(path)}).splitlines()
-        if line.startswith("| ")
+        cells[0]: cells
+        for cells in (
+            [shown_text(cell).strip() for cell in re.findall(r"<td>(.*?)</td>", row)]
+            for row in re.findall(r"<tr>(.*?)</tr>", rendered)
+        )
+        if cells
     }
-    assert rows["year"] == (
-        "| year | int, categories | 0.0% | 3 distinct; most common: 2008 (5), 2007 (3), 2009 (2) |"
-    )
-    assert "mean 4.5" in rows["flipper"]
+    assert rows["year"] == [
+        "year", "int, categories", "0.0%", "3 distinct; most common: 2008 (5), 2007 (3), 2009 (2)"
+    ]  # fmt: skip
+    assert "mean 4.5" in rows["flipper"][3]

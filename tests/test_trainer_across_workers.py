@@ -249,8 +249,13 @@ def test_the_chief_alone_writes_one_model(two_workers):
     assert (serving / "saved_model.pb").exists()
     assert sorted(p.name for p in (folder / "Trainer" / "model").iterdir()) == ["1"]
     for index in range(WORKERS):
-        # The other worker's scratch copy of the model is gone.
-        assert list((folder / f"tmp-{index}").iterdir()) == []
+        # The other worker's scratch copy of the model is gone. (AutoGraph's generated
+        # modules stay: its atexit hook removes them, and the workers leave by os._exit.)
+        left = [
+            p for p in (folder / f"tmp-{index}").iterdir()
+            if not p.name.startswith("__autograph_generated_file")
+        ]  # fmt: skip
+        assert left == []
 
 
 def test_the_model_scores_the_eval_split_as_the_single_process_one(two_workers, single):
