@@ -118,13 +118,14 @@ def run(
         )
     except ApiException as e:
         raise JobFailed(f"{where} could not be created: {_reason(e)}") from None
-    start, seen, failing_since = time.monotonic(), None, None
     stuck = _Stuck(api, core, namespace, name, stuck_s)
+    watch = _Watch(api, custom_objects, core, namespace, name, where, log, stuck)
+    failing_since = None
     try:
         with _stopped_by_sigterm(api.kind):
             while True:
                 try:
-                    outcome = _step(api, custom_objects, core, job, where, start, stuck, seen, log)
+                    outcome = watch.step()
                 except ApiException as e:
                     # The API server's own hiccups pass; a refusal, or a hiccup that lasts,
                     # ends the wait.
@@ -137,43 +138,58 @@ def run(
                     time.sleep(poll_s)
                     continue
                 failing_since = None
-                if isinstance(outcome, Outcome):
+                if outcome:
                     return outcome
-                seen = outcome
-                if time.monotonic() - start >= timeout_s:
+                if time.monotonic() - watch.start >= timeout_s:
                     raise JobFailed(
                         f"{where} did not finish in {timeout_s:.0f} s "
-                        f"(last state: {seen or 'not started'}); deleted"
+                        f"(last state: {watch.seen or 'not started'}); deleted"
                     )
                 time.sleep(poll_s)
     finally:
         _delete(api, custom_objects, namespace, name, log)
 
 
-def _step(api: JobApi, custom_objects, core, job, where, start, stuck, seen, log):
-    """One read of the job: its Outcome if it succeeded, else its state (logged when it
-    changed).
+@dataclasses.dataclass
+class _Watch:
+    """The task's reads of its job while it waits: the state last seen, since when."""
 
-    Raises:
-      JobFailed: it failed, or its pods have not started for ``stuck_s``.
-    """
-    namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
-    current = custom_objects.get_namespaced_custom_object(
-        api.group, api.version, namespace, api.plural, name
-    )
-    state, message = state_of(current)
-    if state != seen:
-        log(f"{where}: {state or 'waiting for its controller'}. {message}".rstrip())
-    if state == api.succeeded:
-        chief = _chief_log(api, core, namespace, name)
-        log(f"{where}: the chief's log (worker 0):\n{chief}")
-        return Outcome(state, time.monotonic() - start, chief)
-    if state == "Failed":
-        raise JobFailed(_failure(api, core, namespace, name, where, message, log))
-    cause = stuck.cause()
-    if cause:
-        raise JobFailed(f"{where} cannot start: {cause}; deleted")
-    return state
+    api: JobApi
+    custom_objects: object
+    core: object
+    namespace: str
+    name: str
+    where: str
+    log: Callable[[str], None]
+    stuck: _Stuck
+    start: float = dataclasses.field(default_factory=time.monotonic)
+    seen: str | None = None
+
+    def step(self) -> Outcome | None:
+        """One read of the job: its Outcome once it succeeded, else None (its state logged
+        when it changed).
+
+        Raises:
+          JobFailed: it failed, or its pods have not started for ``stuck_s``.
+        """
+        api, core, namespace, name = self.api, self.core, self.namespace, self.name
+        current = self.custom_objects.get_namespaced_custom_object(
+            api.group, api.version, namespace, api.plural, name
+        )
+        state, message = state_of(current)
+        if state != self.seen:
+            self.log(f"{self.where}: {state or 'waiting for its controller'}. {message}".rstrip())
+            self.seen = state
+        if state == api.succeeded:
+            chief = _chief_log(api, core, namespace, name)
+            self.log(f"{self.where}: the chief's log (worker 0):\n{chief}")
+            return Outcome(state, time.monotonic() - self.start, chief)
+        if state == "Failed":
+            raise JobFailed(_failure(api, core, namespace, name, self.where, message, self.log))
+        cause = self.stuck.cause()
+        if cause:
+            raise JobFailed(f"{self.where} cannot start: {cause}; deleted")
+        return None
 
 
 def check_access(api: JobApi, authorization, namespace: str, account: str) -> None:
