@@ -28,9 +28,10 @@ refuses what the real one refuses:
 - reading a pod by name (the task's own, ``add_task_pod``): 200 with its service account
   and image pull secrets, or 404;
 - authorizing each call as kube-apiserver's RBAC authorizer does, once a test gives the
-  caller's rules (``grant``): a rule matches the request's verb, API group and resource
-  (``pods/log`` for a subresource; ``*`` for any) (kubernetes pkg/apis/rbac/v1/
-  evaluation_helpers.go, VerbMatches, APIGroupMatches, ResourceMatches); none matching is
+  caller's rules (``grant``): a rule matches the request's verb, API group, resource
+  (``pods/log`` for a subresource; ``*`` for any) and, when it names some, the object's
+  name (kubernetes pkg/apis/rbac/v1/evaluation_helpers.go, VerbMatches, APIGroupMatches,
+  ResourceMatches, ResourceNameMatches); none matching is
   403 Forbidden in the API server's words (apiserver's responsewriters/errors.go,
   forbiddenMessage, wrapped by apierrors.NewForbidden); a SelfSubjectAccessReview (every
   authenticated user may create one: the ``system:basic-user`` ClusterRole) answers the
@@ -190,8 +191,9 @@ class FakeK8sApi:
         """From now on, calls are authorized for USER by RULES (a Role's ``rules``)."""
         self.user, self.rules = user, rules
 
-    def allows(self, verb: str, group: str, resource: str) -> bool:
-        """Whether the caller's rules allow VERB on RESOURCE (``pods/log``) of API GROUP."""
+    def allows(self, verb: str, group: str, resource: str, name: str = "") -> bool:
+        """Whether the caller's rules allow VERB on RESOURCE (``pods/log``) of API GROUP, the
+        object NAME ("": none, as a list or a create names none)."""
         if self.rules is None:
             return True
         subresource = resource.partition("/")[2]
@@ -202,6 +204,7 @@ class FakeK8sApi:
                 allowed in ("*", resource) or (subresource and allowed == f"*/{subresource}")
                 for allowed in rule.get("resources", [])
             )
+            and (not rule.get("resourceNames") or name in rule["resourceNames"])
             for rule in self.rules
         )
 
@@ -211,13 +214,15 @@ class FakeK8sApi:
         resource = asked.get("resource", "")
         if asked.get("subresource"):
             resource = f"{resource}/{asked['subresource']}"
-        allowed = self.allows(asked.get("verb", ""), asked.get("group", ""), resource)
+        allowed = self.allows(
+            asked.get("verb", ""), asked.get("group", ""), resource, asked.get("name", "")
+        )
         return 201, {**review, "status": {"allowed": allowed}}
 
     def _forbidden(self, method: str, path: str) -> tuple[int, object] | None:
         """A 403 for a call the caller's rules do not allow, as the API server words it."""
         call = request_attributes(method, path)
-        if self.allows(call.verb, call.group, call.resource):
+        if self.allows(call.verb, call.group, call.resource, call.name):
             return None
         plural = call.resource.partition("/")[0]
         what = f"{plural}.{call.group}" if call.group else plural

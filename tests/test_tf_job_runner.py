@@ -495,6 +495,17 @@ def test_the_task_may_make_its_calls_with_k8s_role_or_as_a_profiles_default_edit
     assert all(api.allows(*call) for call in kind.task_access())
 
 
+def test_a_rule_that_names_its_objects_allows_those_alone(api):
+    """RBAC's resourceNames: the task's own pod readable, another pod and a list not."""
+    pods_by_name = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"],
+                    "resourceNames": [TASK_POD]}  # fmt: skip
+    api.grant(PIPELINE_RUNNER, [pods_by_name])
+    assert _read_task_identity(api) == ("default-editor", ["registry"])
+    with pytest.raises(RuntimeError, match=r'pods "another" is forbidden: .* cannot get'):
+        job_trainer.task_identity(api.clients["core"], NAMESPACE, "another")
+    assert not api.allows("list", "", "pods")
+
+
 def test_a_call_refused_during_the_wait_fails_the_task_in_one_line_and_deletes_the_job(api):
     """Without the check (as on bca8a10), pipeline-runner's TFJob was made, then the first list
     of its events raised the client's exception, a traceback; now one line, the job deleted."""
