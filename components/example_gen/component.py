@@ -109,6 +109,15 @@ class ShardedExampleGenSpec(standard_component_specs.FileBasedExampleGenSpec):
     }
 
 
+def _requested_span(span):
+    """The span parameter: a RuntimeParameter as given; else the span asked for as text, ""
+    for the latest."""
+    if isinstance(span, data_types.RuntimeParameter):
+        return span
+    asked = parse_span(span)
+    return "" if asked is None else str(asked)
+
+
 class ShardedExampleGen(base_beam_component.BaseBeamComponent):
     """Converts CSV, Parquet or image folders into sharded TFRecords of tf.Examples.
 
@@ -179,20 +188,11 @@ class ShardedExampleGen(base_beam_component.BaseBeamComponent):
           ValueError: on a span that is not a number or a day, a range of more than one
             span, or another payload or file format.
         """
-        if unknown:
-            raise TypeError(
-                f"ShardedExampleGen takes {', '.join(sorted(unknown))} in its settings: "
-                "ShardedExampleGen(input_base, ExampleGenSettings(...)) "
-                "(tfrecord_pipelines.components.example_gen.settings)."
-            )
         file_based_arguments.refuse_unsupported(
-            custom_config, output_data_format, output_file_format, custom_executor_spec
+            unknown, custom_config, output_data_format, output_file_format, custom_executor_spec
         )
-        span = file_based_arguments.span_of(range_config, span)
+        span = _requested_span(file_based_arguments.span_of(range_config, span))
         settings = settings or ExampleGenSettings()
-        if not isinstance(span, data_types.RuntimeParameter):
-            asked = parse_span(span)
-            span = "" if asked is None else str(asked)
         source_format = settings.source_format or CSV
         input_config = input_config or default_input_config(input_base, source_format)
         parameters = settings.parameters(default_format=CSV)

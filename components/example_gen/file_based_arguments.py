@@ -54,15 +54,22 @@ def span_of(range_config: range_config_pb2.RangeConfig | None, span) -> str | in
 
 
 def refuse_unsupported(
-    custom_config, output_data_format, output_file_format, custom_executor_spec
+    unknown, custom_config, output_data_format, output_file_format, custom_executor_spec
 ) -> None:
-    """Raises for FileBasedExampleGen's arguments ShardedExampleGen cannot honour, naming the
-    equivalent; None and the values it writes anyway pass.
+    """Raises for arguments ShardedExampleGen cannot honour, naming the equivalent: settings
+    given by their names (UNKNOWN, as before 2026-11-28) and FileBasedExampleGen's; None and
+    the values it writes anyway pass.
 
     Raises:
-      TypeError: custom_config or custom_executor_spec.
+      TypeError: a setting by its name, custom_config or custom_executor_spec.
       ValueError: a payload or file format it does not write.
     """
+    if unknown:
+        raise TypeError(
+            f"ShardedExampleGen takes {', '.join(sorted(unknown))} in its settings: "
+            "ShardedExampleGen(input_base, ExampleGenSettings(...)) "
+            "(tfrecord_pipelines.components.example_gen.settings)."
+        )
     if custom_config is not None:
         raise TypeError(
             "ShardedExampleGen has no custom_config: its settings (format, label, shards, "
