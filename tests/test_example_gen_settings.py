@@ -129,3 +129,21 @@ def test_what_it_cannot_honour_is_refused_naming_the_equivalent(arguments, error
     with pytest.raises(error) as raised:
         ShardedExampleGen(PENGUINS, **given)
     assert words in str(raised.value) and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "categorical_label, problem",
+    [(True, "classification"), (False, "regression"), (None, None)],
+)
+def test_the_examples_record_the_problem_only_when_told_it(categorical_label, problem):
+    from tfx.types import standard_artifacts
+
+    from tfrecord_pipelines.components import keys
+    from tfrecord_pipelines.components.example_gen.executor import _record_task
+
+    settings = ExampleGenSettings(label_key="species", categorical_label=categorical_label)
+    examples = standard_artifacts.Examples()
+    _record_task(examples, settings.parameters(default_format="csv"))
+    assert examples.get_string_custom_property(keys.LABEL_PROPERTY) == "species"
+    recorded = examples.get_string_custom_property(keys.PROBLEM_PROPERTY) or None
+    assert recorded == problem

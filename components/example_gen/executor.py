@@ -414,13 +414,15 @@ def _shard_plan_report(
 
 
 def _record_task(examples: types.Artifact, exec_properties: dict[str, Any]) -> None:
-    """Records on the examples the label they were converted for and its problem, so that
-    the components that read them need not be told again."""
+    """Records on the examples the label they were converted for and its problem (when
+    told it), so that the components that read them need not be told again."""
     label = exec_properties.get(keys.LABEL_KEY)
     if not label:
         return
-    categorical = exec_properties.get(keys.CATEGORICAL_LABEL_KEY)
     examples.set_string_custom_property(keys.LABEL_PROPERTY, label)
+    categorical = exec_properties.get(keys.CATEGORICAL_LABEL_KEY)
+    if categorical is None:
+        return
     examples.set_string_custom_property(
         keys.PROBLEM_PROPERTY, CLASSIFICATION if categorical else REGRESSION
     )

@@ -96,9 +96,12 @@ class ExampleGenSettings:
         quarantined); images: the feature of the class's id (default ``label``;
         ``class_name``, the class by name that every record holds, leaves the id
         at ``label``).
-      categorical_label: the label names classes (classification): its statistics
-        count its values, integers and booleans too, so that Transform takes the
-        classes from them and reads no record.
+      categorical_label: True: the label names classes (classification): its
+        statistics count its values, integers and booleans too, so that
+        Transform takes the classes from them and reads no record; the examples
+        record the problem as classification. False: a regression's label,
+        recorded as such. None: not said, and not recorded (a string label's
+        values are counted all the same; an integer label's are not).
       sharding: the shards' target size and readers (``shard_plan``): about 10
         shards per reading server keeps every reader busy.
       compression: ``gzip`` (smaller files, more CPU to read; ISA-L's fast deflate),
@@ -122,7 +125,7 @@ class ExampleGenSettings:
 
     source_format: str | None = None
     label_key: str | None = None
-    categorical_label: bool = False
+    categorical_label: bool | None = None
     sharding: ShardingOptions = dataclasses.field(default_factory=ShardingOptions)
     compression: str = GZIP
     max_bad_fraction: float = DEFAULT_MAX_BAD_FRACTION
@@ -157,7 +160,11 @@ class ExampleGenSettings:
             keys.COMPRESSION_KEY: self.compression,
             keys.MAX_BAD_FRACTION_KEY: self.max_bad_fraction,
             keys.LABEL_KEY: self.label_key,
-            keys.CATEGORICAL_LABEL_KEY: int(self.categorical_label) if self.label_key else None,
+            keys.CATEGORICAL_LABEL_KEY: (
+                int(self.categorical_label)
+                if self.label_key and self.categorical_label is not None
+                else None
+            ),
             keys.BLOCK_BYTES_KEY: self.csv.block_bytes,
             keys.ENCODING_KEY: self.csv.encoding,
             keys.DELIMITER_KEY: self.csv.delimiter,
