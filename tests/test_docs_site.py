@@ -5,6 +5,7 @@ the nav, or a snippet that does not resolve; the command-line reference is
 written from the argument parsers during that build.
 """
 
+import html
 import os
 import re
 import subprocess
@@ -64,6 +65,25 @@ def test_contributing_is_included_whole(site):
     page = (site / "contributing" / "index.html").read_text()
     assert "Where new code goes" in page
     assert "--8&lt;--" not in page and "--8<--" not in page
+
+
+def test_the_reuse_guide_shows_only_code_the_suite_runs(site):
+    """Each Python block of the reuse guide is included from tests/user_project, which
+    test_reuse_in_own_project runs from the installed wheel; the built page holds the code."""
+    guide = (REPO_ROOT / "docs" / "guides" / "reuse.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", guide, flags=re.S)
+    assert len(blocks) >= 6
+    included = []
+    for block in blocks:
+        (include,) = re.fullmatch(r'--8<-- "(tests/user_project/[^"]+)"\n', block).groups()
+        included.append(include)
+    page = html.unescape(
+        re.sub(r"<[^>]+>", "", (site / "guides" / "reuse" / "index.html").read_text())
+    )
+    assert "--8<--" not in page and "[start:" not in page
+    for code in ("Transform(", "Evaluator(", "ExecutorClassSpec(", "run_fn", "preprocessing_fn"):
+        assert code in page, code
+    assert any(i.endswith(":ours") for i in included)
 
 
 def test_the_readme_opens_with_the_two_commands_and_fits_on_a_few_screens():

@@ -10,6 +10,7 @@ from tfrecord_pipelines.components.trainer import (
 )
 
 
+# --8<-- [start:run_fn]
 def run_fn(fn_args):  # TFX Trainer entry point
     """Reads every split once and writes what it read to ``read.json`` in the model run folder."""
     spec = feature_spec_from_schema(fn_args.schema_path)
@@ -29,3 +30,6 @@ def run_fn(fn_args):  # TFX Trainer entry point
     os.makedirs(fn_args.serving_model_dir, exist_ok=True)
     with open(os.path.join(fn_args.model_run_dir, "read.json"), "w") as f:
         json.dump(read, f)
+
+
+# --8<-- [end:run_fn]

@@ -18,19 +18,22 @@ from tfrecord_pipelines.components.example_gen.settings import ExampleGenSetting
 from tfrecord_pipelines.components.example_gen.shard_plan import ShardingOptions
 
 
+# --8<-- [start:pipeline]
 def create_pipeline(data_dir: str, pipeline_root: str) -> tfx.dsl.Pipeline:
     """ShardedExampleGen -> SchemaGen -> Trainer (the user's run_fn)."""
     example_gen = ShardedExampleGen(
         data_dir, ExampleGenSettings(label_key="species", sharding=ShardingOptions(num_readers=4))
     )
+    # ExampleGen's statistics, computed as it converts, feed SchemaGen directly.
     schema = tfx.components.SchemaGen(statistics=example_gen.outputs["statistics"])
     trainer = tfx.components.Trainer(
-        run_fn="components.reader.run_fn",
+        run_fn="components.reader.run_fn",  # the user's own components package
         examples=example_gen.outputs["examples"],
         schema=schema.outputs["schema"],
         train_args=tfx.proto.TrainArgs(num_steps=1),
         eval_args=tfx.proto.EvalArgs(num_steps=1),
     )
+    # --8<-- [end:pipeline]
     return tfx.dsl.Pipeline(
         pipeline_name="user-penguins",
         pipeline_root=pipeline_root,
