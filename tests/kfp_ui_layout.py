@@ -21,6 +21,10 @@ Read with the UI's own code or its rules, the same frontend:
   ``display_name`` and the reserved ``store_session_info`` (ReservedArtifactProperties.ts),
   its value JSON-encoded, sorted by name ascending (a stable sort comparing strings with
   JavaScript's ``<``: UTF-16 code units, Python's order on these names), 10 rows a page.
+- ``compare_scalar_table``: the Compare-runs page's Scalar Metrics table of several runs'
+  system.Metrics artifacts (lib/v2/CompareUtils.ts, getScalarTableProps): one row per
+  property name any run has (jspb's Map.getEntryList gives each artifact's names sorted),
+  ordered by how many runs have it (a stable sort), one column per run, not paged.
 """
 
 from __future__ import annotations
@@ -108,3 +112,17 @@ def metrics_table_pages(properties: dict) -> list[list[tuple[str, str]]]:
         if name not in _HIDDEN_PROPERTIES
     )  # fmt: skip
     return [rows[i : i + ROWS_PER_PAGE] for i in range(0, len(rows), ROWS_PER_PAGE)]
+
+
+def compare_scalar_table(runs: list[dict]) -> list[tuple[str, list[str]]]:
+    """The Compare page's Scalar Metrics rows for RUNS' system.Metrics custom properties:
+    (name, one JSON value per run, "" where a run has none)."""
+    cells: dict[str, list[str]] = {}
+    counts: dict[str, int] = {}
+    for column, properties in enumerate(runs):
+        for name in sorted(properties):
+            if name in _HIDDEN_PROPERTIES:
+                continue
+            cells.setdefault(name, [""] * len(runs))[column] = json.dumps(properties[name])
+            counts[name] = counts.get(name, 0) + 1
+    return sorted(cells.items(), key=lambda row: -counts[row[0]])

@@ -24,6 +24,7 @@ from kfp_ui_layout import (
     area_under,
     check_confusion_matrix,
     check_roc_curve,
+    compare_scalar_table,
     metrics_table_pages,
 )
 
@@ -129,6 +130,10 @@ def test_the_evaluator_outputs_what_kfps_ui_draws(reuse_run):
     assert "tfx_version" not in metrics
     [page] = metrics_table_pages(metrics)  # the UI's table: one page, the headline on it
     assert "sparse_categorical_accuracy" in dict(page)
+    # Compare-runs of two runs of it: a row per metric, as many as the table's page.
+    compared = compare_scalar_table([metrics, metrics])
+    assert [name for name, _ in compared] == sorted(name for name, _ in page)
+    assert all(run == value for name, value in page for run in dict(compared)[name])
     _, classification = _output(records["comp-evaluator"], "classification_metrics")
     categories, counts = check_confusion_matrix(classification["confusionMatrix"])
     assert sorted(categories) == ["Adelie", "Chinstrap", "Gentoo"]
