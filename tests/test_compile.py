@@ -91,6 +91,24 @@ def test_every_output_artifact_has_a_name_of_its_own(compiled):
     assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
 
 
+def test_every_artifact_type_is_a_title_the_task_panel_shows_short(compiled):
+    """KFP's task panel shows an artifact type's ``schemaTitle``, else its whole
+    ``instanceSchema`` flattened to a line ("title: tfx.Examples type: object properties:
+    ...", issue 91, finding 4): every input and output is typed by its title alone."""
+    spec = _pipeline_spec(compiled)
+    types = [
+        artifact["artifactType"]
+        for component in spec["components"].values()
+        for side in ("inputDefinitions", "outputDefinitions")
+        for artifact in component.get(side, {}).get("artifacts", {}).values()
+    ]
+    assert {"schemaTitle": "tfx.Examples"} in types
+    assert {"schemaTitle": "system.Metrics"} in types
+    assert all(list(t) == ["schemaTitle"] for t in types), [
+        t for t in types if list(t) != ["schemaTitle"]
+    ]
+
+
 def test_tfx_proto_parameters_are_one_line(compiled):
     """KFP's UI shows a parameter's text with its newlines escaped: TFX's indented eval_config
     was a line of \\n (issue 91, finding 5). Each is compact JSON, the same proto."""

@@ -245,7 +245,7 @@ def test_every_task_ran_once_through_the_entry_point_and_wrote_every_output(dag,
             [given] = record.executor_input.outputs.artifacts[name].artifacts
             assert reported.uri == given.uri, (task, name)
             # A Markdown or HTML page is a file at its URI, where KFP's UI reads it.
-            title = yaml.safe_load(defined[name].artifact_type.instance_schema)["title"]
+            title = defined[name].artifact_type.schema_title
             is_page = title in ("system.Markdown", "system.HTML")
             assert Path(reported.uri).is_file() if is_page else Path(reported.uri).is_dir(), (
                 task,
@@ -374,7 +374,7 @@ def test_transform_trainer_evaluator_pusher(dag):
 def test_the_evaluator_writes_what_kfps_ui_draws(dag):
     spec, records, _, _ = dag
     titles = {
-        name: yaml.safe_load(definition.artifact_type.instance_schema)["title"]
+        name: definition.artifact_type.schema_title
         for name, definition in spec.components["Evaluator"].output_definitions.artifacts.items()
     }
     assert {titles[n] for n in ("metrics", "classification_metrics", "evaluation_summary")} == {
@@ -410,7 +410,7 @@ def test_the_evaluator_writes_what_kfps_ui_draws(dag):
 def test_the_last_task_writes_the_run_report_kfps_ui_shows(dag, chromium_endpoint, tmp_path):
     spec, records, _, _ = dag
     [(name, definition)] = spec.components["Reporter"].output_definitions.artifacts.items()
-    assert yaml.safe_load(definition.artifact_type.instance_schema)["title"] == "system.HTML"
+    assert definition.artifact_type.schema_title == "system.HTML"
     # It follows the Pusher, the last of the others, so the run's whole outcome is on the page.
     assert "Pusher" in spec.root.dag.tasks["Reporter"].dependent_tasks
     page, _ = _output(records["Reporter"], name)

@@ -105,8 +105,8 @@ def _with_spans(spec: dict, config: PipelineConfig, state_dir: str | None) -> No
 
 def _complete(output_file: str, config: PipelineConfig, state_dir: str | None) -> None:
     """What TFX's compiler cannot write into the spec: examples handed on by reference; for
-    data in spans, the span's default and the daily state; and a cache key that follows the
-    files read by path (``input_fingerprints``)."""
+    data in spans, the span's default and the daily state; a cache key that follows the
+    files read by path (``input_fingerprints``); artifact types by their titles."""
     with filesystem.open_file(output_file) as f:
         spec = yaml.safe_load(f.read())
     _examples_by_reference(spec)
@@ -114,6 +114,7 @@ def _complete(output_file: str, config: PipelineConfig, state_dir: str | None) -
     if config.source.spans:
         _with_spans(spec, config, state_dir)
     input_fingerprints.with_input_fingerprints(spec)
+    _titled_types(spec)
     with filesystem.open_file(output_file, "w") as f:
         f.write(yaml.safe_dump(spec, sort_keys=False))
 
@@ -127,6 +128,23 @@ def _one_line_protos(spec: dict) -> None:
             constant = parameter.get("runtimeValue", {}).get("constant")
             if isinstance(constant, str) and constant.startswith("{\n"):
                 parameter["runtimeValue"]["constant"] = json.dumps(json.loads(constant))
+
+
+def _titled_types(spec: dict) -> None:
+    """Each artifact type of the components' inputs and outputs by its title alone, in place.
+
+    TFX writes ``instanceSchema`` (the title, then the type's properties), which KFP's task
+    panel shows whole, as one line (StaticNodeDetailsV2.tsx shows ``schemaTitle`` first).
+    Nothing reads the rest: the launcher records ``title: X`` either way (launcher_v2.go
+    getArtifactSchema) and makes the ML Metadata type of the title alone (metadata/client.go
+    SchemaToArtifactType), and TFX's entry point and ``kfp_executor`` read either kind.
+    """
+    for component in spec["components"].values():
+        for side in ("inputDefinitions", "outputDefinitions"):
+            for artifact in component.get(side, {}).get("artifacts", {}).values():
+                schema = artifact["artifactType"].get("instanceSchema")
+                if schema is not None:
+                    artifact["artifactType"] = {"schemaTitle": yaml.safe_load(schema)["title"]}
 
 
 def compile_for_kubeflow(
