@@ -72,11 +72,12 @@ def _train_graphs(log_dir) -> int:
     )
 
 
-@pytest.mark.parametrize("steps_per_execution", [1, 3])
+@pytest.mark.parametrize("steps_per_execution", [1, 3, 4])
 def test_one_or_several_steps_a_call_train_and_draw_their_graph(tmp_path, steps_per_execution):
     # One step a call runs Keras' Python step function inside the stamped function, without
-    # AutoGraph; several loop over a tensor in Keras' own tf.function. Both must train,
-    # report and leave TensorBoard the graph it draws.
+    # AutoGraph; several loop over it in the stamped function's while_loop, as many times
+    # as Keras' variable says when the call starts (4 a call: 4 then the epoch's last 2).
+    # Each must train every step, report and leave TensorBoard the graph it draws.
     inputs = tf.keras.Input(shape=(WIDTH,), name="x")
     model = InputStallModel(inputs=inputs, outputs=tf.keras.layers.Dense(1)(inputs))
     model.compile(optimizer="sgd", loss="mse", steps_per_execution=steps_per_execution)
@@ -95,6 +96,8 @@ def test_one_or_several_steps_a_call_train_and_draw_their_graph(tmp_path, steps_
         verbose=0,
     )
     assert int(model.optimizer.iterations.numpy()) == 12
+    # Only the layer's weights train: Keras' step count is no weight of the model.
+    assert len(model.trainable_variables) == 2
     assert len(history.history["input_stall"]) == 2
     assert all(0 <= share <= 1 for share in history.history["val_input_stall"])
     assert history.history["loss"][1] < history.history["loss"][0]
@@ -188,7 +191,7 @@ def test_verdict(share, steps, expected):
 
 
 _MIRRORED = """
-import os
+import os, sys
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
@@ -198,18 +201,20 @@ strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 with strategy.scope():
     inputs = tf.keras.Input(shape=(4,), name="x")
     model = InputStallModel(inputs=inputs, outputs=tf.keras.layers.Dense(1)(inputs))
-    model.compile(optimizer="sgd", loss="mse")
+    model.compile(optimizer="sgd", loss="mse", steps_per_execution=int(sys.argv[1]))
 data = tf.data.Dataset.from_tensors(({"x": tf.ones([8, 4])}, tf.ones([8, 1]))).repeat()
 history = model.fit(data, epochs=2, steps_per_epoch=5, validation_data=data,
                     validation_steps=2, verbose=0)
 import json
-print(json.dumps({"replicas": strategy.num_replicas_in_sync, **history.history}))
+print(json.dumps({"replicas": strategy.num_replicas_in_sync,
+                  "steps": int(model.optimizer.iterations.numpy()), **history.history}))
 """
 
 
-def test_input_stall_under_mirrored_strategy():
+@pytest.mark.parametrize("steps_per_execution", [1, 3])
+def test_input_stall_under_mirrored_strategy(steps_per_execution):
     result = subprocess.run(
-        [sys.executable, "-c", _MIRRORED],
+        [sys.executable, "-c", _MIRRORED, str(steps_per_execution)],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -218,6 +223,7 @@ def test_input_stall_under_mirrored_strategy():
     assert result.returncode == 0, result.stderr[-3000:]
     outcome = json.loads(result.stdout.strip().splitlines()[-1])
     assert outcome["replicas"] == 2
+    assert outcome["steps"] == 10  # 3 a call: 3 and the epoch's last 2, twice
     shares = outcome["input_stall"] + outcome["val_input_stall"]
     assert len(shares) == 4
     assert all(0 <= share <= 1 for share in shares)

@@ -204,7 +204,7 @@ class InputStallModel(tf.keras.Model):
     def make_train_function(self, force=False):
         if self.train_function is not None and not force:
             return self.train_function
-        keras_function = super().make_train_function(force=True)
+        keras_function = self._keras_function(super().make_train_function)
         self.train_function = self._stamped(keras_function)
         if self.train_function is not keras_function and not self.run_eagerly:
             # Keras' TensorBoard callback draws this function's graph: the steps run in ours.
@@ -214,28 +214,62 @@ class InputStallModel(tf.keras.Model):
     def make_test_function(self, force=False):
         if self.test_function is not None and not force:
             return self.test_function
-        self.test_function = self._stamped(super().make_test_function(force=True))
+        self.test_function = self._stamped(self._keras_function(super().make_test_function))
         return self.test_function
+
+    def _keras_function(self, make):
+        """Keras' function of one step a call, whatever ``steps_per_execution`` says (then
+        looped by ``_stamped``); its own for Keras' autotuning, eager runs and remote steps."""
+        if (
+            self._one_step_a_call()
+            or self.autotune_steps_per_execution
+            or self.run_eagerly
+            or self._cluster_coordinator
+        ):
+            return make(force=True)
+        calls = self._steps_per_execution
+        steps = calls.numpy()
+        # Assigned, not replaced: a variable set as an attribute would be tracked as a weight.
+        calls.assign(1)
+        try:
+            return make(force=True)
+        finally:
+            calls.assign(steps)
 
     def _stamped(self, function):
         if self._cluster_coordinator:
             return function  # Steps run on remote workers; there is no host wait to stamp.
+        if self.run_eagerly:
 
-        steps = function
-        if self._one_step_a_call() and not self.run_eagerly:
-            # Keras' one-step function holds no Python control flow on tensors: traced as
-            # its Python function inside this one, AutoGraph does not convert Keras' step
-            # function and per-replica reduction, about 0.9 of a day's 3 Trainer CPU-seconds
-            # (docs/benchmarks/daily-window.md). Several steps a call loop over a tensor:
-            # Keras' own tf.function, with AutoGraph, runs them.
-            steps = function.python_function
+            def eager_steps(iterator):
+                self.input_stall.start_step()
+                return function(iterator)
+
+            return eager_steps
+        # Keras' one-step function holds no Python control flow on tensors: traced as its
+        # Python function inside this one, AutoGraph does not convert Keras' step function
+        # and per-replica reduction, about 0.9 of a day's 3 Trainer CPU-seconds
+        # (docs/benchmarks/daily-window.md). Several steps a call loop over it in a
+        # while_loop written here, not in Keras' AutoGraph loop: 1.2 CPU-s for the first
+        # epoch against Keras' 1.8 (and 0.8 for one step a call).
+        if self.autotune_steps_per_execution:
+            # Keras' own loop, whose count its tuner changes between calls.
+            step, calls = function, None
+        else:
+            step = function.python_function
+            calls = None if self._one_step_a_call() else self._steps_per_execution
 
         def stamped_steps(iterator):
             self.input_stall.start_step()
-            return steps(iterator)
+            outputs = step(iterator)
+            if calls is None:
+                return outputs
+            return tf.while_loop(
+                lambda done, _: done < calls,
+                lambda done, _: (done + 1, step(iterator)),
+                (tf.constant(1, calls.dtype), outputs),
+            )[1]
 
-        if self.run_eagerly:
-            return stamped_steps
         return tf.function(stamped_steps, reduce_retracing=True, autograph=False)
 
     def _one_step_a_call(self) -> bool:
