@@ -1,4 +1,5 @@
-"""The input-stall metric tells an input-bound run from a compute-bound one."""
+"""The input-stall and host-stall metrics tell an input-bound run from a host-bound and a
+device-bound one."""
 
 import json
 import subprocess
@@ -10,6 +11,9 @@ import tensorflow as tf
 
 from conftest import REPO_ROOT
 from tfrecord_pipelines.components.trainer.input_stall import (
+    DEVICE_BOUND,
+    HOST_BOUND,
+    INPUT_BOUND,
     TOO_SHORT,
     InputStallModel,
     InputStallReport,
@@ -19,13 +23,13 @@ from tfrecord_pipelines.components.trainer.input_stall import (
 WIDTH = 32
 
 
-def _model(hidden: int, layers: int) -> InputStallModel:
+def _model(hidden: int, layers: int, steps_per_call: int = 1) -> InputStallModel:
     inputs = tf.keras.Input(shape=(WIDTH,), name="x")
     x = inputs
     for _ in range(layers):
         x = tf.keras.layers.Dense(hidden, activation="relu")(x)
     model = InputStallModel(inputs=inputs, outputs=tf.keras.layers.Dense(1)(x))
-    model.compile(optimizer="adam", loss="mse")
+    model.compile(optimizer="adam", loss="mse", steps_per_execution=steps_per_call)
     return model
 
 
@@ -42,8 +46,9 @@ def _sleep(seconds: float):
     return slow
 
 
-def test_a_slow_input_pipeline_reads_as_input_bound(tmp_path):
-    model = _model(hidden=8, layers=1)
+@pytest.mark.parametrize("steps_per_call", [1, 5])
+def test_a_slow_input_pipeline_reads_as_input_bound(tmp_path, steps_per_call):
+    model = _model(hidden=8, layers=1, steps_per_call=steps_per_call)
     slow = _batches(8).repeat().map(_sleep(0.03))
     history = model.fit(
         slow,
@@ -59,7 +64,7 @@ def test_a_slow_input_pipeline_reads_as_input_bound(tmp_path):
     report = json.loads((tmp_path / "input_stall.json").read_text())
     assert [e["epoch"] for e in report["epochs"]] == [0, 1]
     assert [(e["steps"], e["val_steps"]) for e in report["epochs"]] == [(20, 4)] * 2
-    assert {e["verdict"] for e in report["epochs"]} == {"input-bound"}
+    assert {e["verdict"] for e in report["epochs"]} == {INPUT_BOUND}
     # Four validation steps are too few to tell.
     assert {e["val_verdict"] for e in report["epochs"]} == {TOO_SHORT}
 
@@ -102,6 +107,10 @@ def test_one_or_several_steps_a_call_train_and_draw_their_graph(tmp_path, steps_
     assert all(0 <= share <= 1 for share in history.history["val_input_stall"])
     assert history.history["loss"][1] < history.history["loss"][0]
     assert _train_graphs(tmp_path / "logs") == 1
+    # Traced once each: the optimizer's slots exist before the first call, which would
+    # otherwise trace the train function a second time, without creating them.
+    assert model.train_function.experimental_get_tracing_count() == 1
+    assert model.test_function.experimental_get_tracing_count() == 1
 
 
 def _per_step(model: InputStallModel, steps: int) -> tuple[float, float]:
@@ -179,15 +188,75 @@ def test_a_slow_start_is_reported_apart_and_not_called_input_bound(tmp_path):
     report = json.loads((tmp_path / "input_stall.json").read_text())
     for epoch in report["epochs"]:
         assert epoch["val_input_start_s"] >= 0.25
-        assert epoch["val_verdict"] == "compute-bound", epoch
+        assert epoch["val_verdict"] != INPUT_BOUND, epoch
+
+
+class _SlowHost(tf.keras.callbacks.Callback):
+    """A Python callback per call that takes 20 ms: the host between calls."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        time.sleep(0.02)
+
+
+def test_a_slow_callback_reads_as_host_bound_and_a_heavy_model_as_device_bound(tmp_path):
+    free = _batches(8).repeat().prefetch(64)
+    small = _model(hidden=8, layers=1)
+    small.fit(
+        free,
+        epochs=1,
+        steps_per_epoch=30,
+        callbacks=[_SlowHost(), InputStallReport(str(tmp_path / "host"))],
+        verbose=0,
+    )
+    host = json.loads((tmp_path / "host" / "input_stall.json").read_text())["epochs"][-1]
+    # 20 ms of each step's at most few ms on top of it.
+    assert host["host_stall"] > 0.5, host
+    assert host["input_stall"] <= 0.1, host
+    assert host["verdict"] == HOST_BOUND
+    # Steps of tens of milliseconds, ten a call: the host's work between calls is a
+    # small share of them, whatever this machine's load.
+    heavy = _model(hidden=512, layers=3, steps_per_call=10)
+    heavy.fit(
+        _batches(512).repeat().prefetch(64),
+        epochs=1,
+        steps_per_epoch=30,
+        callbacks=[InputStallReport(str(tmp_path / "device"), steps_per_call=10)],
+        verbose=0,
+    )
+    report = json.loads((tmp_path / "device" / "input_stall.json").read_text())
+    device = report["epochs"][-1]
+    assert report["steps_per_call"] == 10
+    assert 0 < device["host_stall"] <= 0.05, device
+    assert device["input_stall"] <= 0.1, device
+    assert device["verdict"] == DEVICE_BOUND
+
+
+def test_several_steps_a_call_cut_the_hosts_share():
+    # A small model's step costs about what the host's work between two calls does: with
+    # one step a call that work is a large share of the step time, with 30 a call, a
+    # thirtieth of it.
+    shares = {}
+    for calls in (1, 30):
+        model = _model(hidden=8, layers=1, steps_per_call=calls)
+        history = model.fit(
+            _batches(8).repeat().prefetch(64), epochs=2, steps_per_epoch=90, verbose=0
+        )
+        shares[calls] = history.history["host_stall"][-1]
+    assert shares[30] < shares[1] / 3, shares
+    assert 0 < shares[30], shares
 
 
 @pytest.mark.parametrize(
-    "share, steps, expected",
-    [(0.02, 200, "compute-bound"), (0.4, 200, "input-bound"), (0.4, 19, TOO_SHORT)],
+    "share, steps, host, expected",
+    [
+        (0.02, 200, 0.0, DEVICE_BOUND),
+        (0.02, 200, 0.3, HOST_BOUND),
+        (0.4, 200, 0.3, INPUT_BOUND),
+        (0.4, 19, 0.0, TOO_SHORT),
+    ],
 )
-def test_verdict(share, steps, expected):
-    assert verdict(share, steps) == expected
+def test_verdict(share, steps, host, expected):
+    assert verdict(share, steps, host) == expected
 
 
 _MIRRORED = """

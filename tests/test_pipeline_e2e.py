@@ -144,11 +144,17 @@ def test_trainer_reports_input_stall_to_tensorboard_and_the_run(penguins_run):
     # Once the first epoch has filled the cache, the 229 cached rows cost the steps next
     # to nothing: not input-bound.
     assert [e["steps"] for e in report["epochs"]] == [150, 150]
-    assert report["epochs"][-1]["verdict"] == "compute-bound"
+    assert report["epochs"][-1]["verdict"] == "device-bound"
     assert (
         f"input stall:   {100 * train[-1]:.1f}% of step time waiting for batches in the last "
-        "epoch (compute-bound)"
+        "epoch (device-bound)"
     ) in result.stdout
+    # An epoch's steps in one call by default: the host's work between calls once an epoch.
+    assert report["steps_per_call"] == 200
+    assert summary.host_stall == report["epochs"][-1]["host_stall"] == 0
+    assert "0.0% of step time waiting for the host between calls, 200 steps a call" in (
+        result.stdout
+    )
     assert f"tensorboard --logdir {model_run}" in result.stdout
 
 

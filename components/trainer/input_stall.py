@@ -1,10 +1,14 @@
-"""Input stall: the share of training time spent waiting for the next batch.
+"""Input stall and host stall: what holds the training steps back.
 
 It answers the question every GPU run should answer: is it input-bound (the
-accelerator waits for the CPU's tf.data pipeline) or compute-bound? Near 0:
-compute-bound, a faster input pipeline would not help. Well above 0: the
+accelerator waits for the CPU's tf.data pipeline), host-bound (it waits for
+the host's work between calls: Keras' loop, callbacks, dispatch) or
+device-bound (its own steps take the time)? An input stall well above 0: the
 input pipeline is the bottleneck (more parallel reads or parse threads,
-caching, fewer features, or more CPU on the node).
+caching, fewer features, or more CPU on the node). A host stall well above 0:
+too few steps run in each call for the host's per-call cost (more steps a
+call, fewer per-step callbacks). Both near 0: a faster input or host would
+not help.
 
 How it is measured, on the host, per step. ``fit`` and ``evaluate`` stamp
 each batch with the moment the input pipeline produced it (a last map stage
@@ -14,7 +18,10 @@ Waiting is the time from the ask to the batch's production, when the batch
 came later than it was asked for; 0 when it was ready. Everything else, the
 handing over of a ready batch, the per-step dispatch and Keras' own loop
 between steps included, is the step's own time: a faster input could not
-remove it. The share is the summed waiting over the summed step time, per
+remove it. Of it, the time from one call's last step's end to the next
+call's start is the host's (``host_stall``, its share of step time): with
+several steps a call (Keras' ``steps_per_execution``) it is paid once a call.
+The share is the summed waiting over the summed step time, per
 epoch, for training (``input_stall``) and validation (``val_input_stall``),
 from each epoch's second step on. The first step's wait is the pipeline's
 start (opening the files, filling the first buffers), paid again at every
@@ -24,8 +31,8 @@ that each sees the same batches: it is reported apart, in seconds
 that the model waits for its input. Twenty validation steps of a few
 milliseconds each would otherwise call any model input-bound.
 On a GPU the host runs ahead of the device until the device's queue is full,
-so a compute-bound run shows a share near 0, and an input-bound one the
-share of time the device sat idle.
+so a device-bound run shows shares near 0, and an input-bound or host-bound
+one the share of time the device sat idle.
 
 Counting from the ask to the batch's arrival instead (this module until
 2026-11-28) counted the dispatch and hand-over as waiting: 35-43% on an
@@ -50,11 +57,19 @@ from tfrecord_pipelines.components.trainer.data_service import (
 )
 
 METRIC_NAME = "input_stall"
+# The share of step time the steps waited for the host between calls (module docstring).
+HOST_NAME = "host_stall"
 # The first step's wait, the input pipeline's start, in seconds.
 START_NAME = "input_start_s"
 REPORT_FILE = "input_stall.json"
 # Above this share a run is reported as input-bound.
 INPUT_BOUND_SHARE = 0.10
+# Above this share of the host's time between calls, a run that is not input-bound is
+# reported as host-bound: the device sat idle that share of the time, whatever it costs.
+HOST_BOUND_SHARE = 0.10
+INPUT_BOUND = "input-bound"
+HOST_BOUND = "host-bound"
+DEVICE_BOUND = "device-bound"
 # Fewer steps in an epoch than this: no verdict (the pipeline's start weighs too much).
 MIN_STEPS = 20
 TOO_SHORT = "too short to tell"
@@ -107,6 +122,9 @@ class InputStall(tf.keras.metrics.Metric):
         super().__init__(name=name, dtype=tf.float64, **kwargs)
         self.waiting = self.add_weight("waiting", initializer="zeros", dtype=tf.float64)
         self.elapsed = self.add_weight("elapsed", initializer="zeros", dtype=tf.float64)
+        # The host's time between one call's last step and the next call's start; summed
+        # over the replicas, as ``elapsed`` is.
+        self.between_calls = self.add_weight("between_calls", initializer="zeros", dtype=tf.float64)
         # The epoch's first wait: its pipeline's start, kept out of the share.
         self.start_wait = self.add_weight(
             "start_wait",
@@ -139,8 +157,10 @@ class InputStall(tf.keras.metrics.Metric):
         last = self.last_end.read_value()
         wait = tf.maximum(batch_ready - start, 0.0)
         first = last <= 0
-        # The host's time between two steps (Keras' loop) is step time too, not waiting.
+        # The host's time between two calls (Keras' loop, callbacks, dispatch) is step time
+        # too, not waiting; 0 between two steps of one call.
         between = tf.where(first, tf.zeros_like(start), start - last)
+        self.between_calls.assign_add(between)
         self.start_wait.assign_add(tf.where(first, wait, tf.zeros_like(wait)))
         self.waiting.assign_add(tf.where(first, tf.zeros_like(wait), wait))
         self.elapsed.assign_add(tf.where(first, tf.zeros_like(wait), step_end - start + between))
@@ -150,6 +170,10 @@ class InputStall(tf.keras.metrics.Metric):
 
     def result(self) -> tf.Tensor:
         return tf.math.divide_no_nan(self.waiting, self.elapsed)
+
+    def host_share(self) -> tf.Tensor:
+        """The share of step time the steps waited for the host between calls (0..1)."""
+        return tf.math.divide_no_nan(self.between_calls, self.elapsed)
 
     def start_seconds(self) -> tf.Tensor:
         """The epoch's first step's wait: the input pipeline's start."""
@@ -198,18 +222,30 @@ class InputStallModel(tf.keras.Model):
         return super().fit(*args, **kwargs)
 
     def evaluate(self, *args, **kwargs):
-        args, kwargs = self._stamping(args, kwargs, "x")
+        # fit's validation reads the data handler fit built from its stamped
+        # validation_data: stamping x again would trace a map for nothing each epoch.
+        if not kwargs.get("_use_cached_eval_dataset"):
+            args, kwargs = self._stamping(args, kwargs, "x")
         return super().evaluate(*args, **kwargs)
 
     def make_train_function(self, force=False):
         if self.train_function is not None and not force:
             return self.train_function
         keras_function = self._keras_function(super().make_train_function)
+        self._build_optimizer()
         self.train_function = self._stamped(keras_function)
         if self.train_function is not keras_function and not self.run_eagerly:
             # Keras' TensorBoard callback draws this function's graph: the steps run in ours.
             self.train_tf_function = self.train_function
         return self.train_function
+
+    def _build_optimizer(self) -> None:
+        """Creates the optimizer's slots now: created on the first call instead, they make
+        tf.function trace the train function twice (once creating variables, once not),
+        0.6 of a CPU-second for a small model."""
+        build = getattr(self.optimizer, "build", None)
+        if build is not None and not getattr(self.optimizer, "_built", False):
+            build(self.trainable_variables)
 
     def make_test_function(self, force=False):
         if self.test_function is not None and not force:
@@ -284,13 +320,15 @@ class InputStallModel(tf.keras.Model):
     # of a small model's training time (measured in docs/benchmarks/startup.md).
     @tf.autograph.experimental.do_not_convert
     def train_step(self, data):
-        return self._timed(super().train_step, data)
+        # The step ends when its weights are updated, not when its logs exist: the logs
+        # need the forward pass alone, the backward pass and the update come after.
+        return self._timed(super().train_step, data, self.trainable_variables)
 
     @tf.autograph.experimental.do_not_convert
     def test_step(self, data):
         return self._timed(super().test_step, data)
 
-    def _timed(self, step, data):
+    def _timed(self, step, data, updated=()):
         data, ready_at = _unstamped(data)
         # Explicit dependencies: the stamps are taken after the batch arrived
         # and after the step's outputs exist, whatever the graph's op order.
@@ -298,35 +336,54 @@ class InputStallModel(tf.keras.Model):
             arrived = tf.timestamp()
         with tf.control_dependencies([arrived]):
             logs = step(data)
-        with tf.control_dependencies(tf.nest.flatten(logs)):
+        # Each weight read after its update (tf.function orders a variable's reads and
+        # writes as written).
+        done = tf.nest.flatten(logs) + [weight.read_value() for weight in updated]
+        with tf.control_dependencies(done):
             step_end = tf.timestamp()
         self.input_stall.update_state(arrived if ready_at is None else ready_at, step_end)
         return {
             **logs,
             METRIC_NAME: self.input_stall.result(),
+            HOST_NAME: self.input_stall.host_share(),
             START_NAME: self.input_stall.start_seconds(),
         }
 
 
-def verdict(share: float, steps: int | None = None) -> str:
-    """Says what an input-stall share of an epoch of ``steps`` steps means for the run."""
+def verdict(share: float, steps: int | None = None, host_share: float = 0.0) -> str:
+    """Says what holds an epoch of ``steps`` steps back: the input (an input-stall share
+    above ``INPUT_BOUND_SHARE``), else the host between calls (a host-stall share above
+    ``HOST_BOUND_SHARE``), else the device's steps themselves."""
     if steps is not None and steps < MIN_STEPS:
         return TOO_SHORT
-    return "input-bound" if share > INPUT_BOUND_SHARE else "compute-bound"
+    if share > INPUT_BOUND_SHARE:
+        return INPUT_BOUND
+    return HOST_BOUND if host_share > HOST_BOUND_SHARE else DEVICE_BOUND
 
 
-def advice(share: float, data_service_workers: int | None = None, steps: int | None = None) -> str:
-    """Says what to do about an input-stall share, in one sentence."""
-    if verdict(share, steps) == TOO_SHORT:
+def advice(
+    share: float,
+    data_service_workers: int | None = None,
+    steps: int | None = None,
+    host_share: float = 0.0,
+) -> str:
+    """Says what to do about an epoch's input-stall and host-stall shares, in one sentence."""
+    told = verdict(share, steps, host_share)
+    if told == TOO_SHORT:
         return (
             f"The epoch had {steps} steps, too few to tell: its first steps wait for the "
             f"input pipeline to start whatever it costs; measure over {MIN_STEPS} steps or "
             "more (--epoch-steps)."
         )
-    if share <= INPUT_BOUND_SHARE:
+    if told == HOST_BOUND:
         return (
-            "The input keeps up: a faster run needs a faster train step (a bigger batch, "
-            "--mixed-precision on GPUs, more accelerators), not more input work."
+            "The steps wait for the host between calls (Keras' loop, callbacks, dispatch): "
+            "run more steps a call (--steps-per-call), or bigger batches."
+        )
+    if told == DEVICE_BOUND:
+        return (
+            "The input and the host keep up: a faster run needs a faster train step (a bigger "
+            "batch, --mixed-precision on GPUs, more accelerators), not more input work."
         )
     if data_service_workers is not None:
         return (
@@ -340,15 +397,26 @@ def advice(share: float, data_service_workers: int | None = None, steps: int | N
     )
 
 
-def last_epoch(output_dir: str) -> dict | None:
-    """The last epoch of an ``InputStallReport`` in output_dir: its ``input_stall``,
-    ``steps`` and ``verdict``. None if there is no report (or it holds no epoch)."""
+def _report(output_dir: str) -> dict | None:
     path = os.path.join(output_dir, REPORT_FILE)
     if not filesystem.exists(path):
         return None
     with filesystem.open_file(path) as f:
-        epochs = json.load(f)["epochs"]
-    return epochs[-1] if epochs else None
+        return json.load(f)
+
+
+def last_epoch(output_dir: str) -> dict | None:
+    """The last epoch of an ``InputStallReport`` in output_dir: its ``input_stall``,
+    ``host_stall``, ``steps`` and ``verdict``. None if there is no report (or it holds no
+    epoch)."""
+    report = _report(output_dir)
+    return report["epochs"][-1] if report and report["epochs"] else None
+
+
+def read_steps_per_call(output_dir: str) -> int | None:
+    """The steps a call of the run an ``InputStallReport`` in output_dir reported, or None."""
+    report = _report(output_dir)
+    return report.get("steps_per_call") if report else None
 
 
 def last_epoch_share(output_dir: str) -> float | None:
@@ -365,9 +433,15 @@ class InputStallReport(tf.keras.callbacks.Callback):
     more of them, not a bigger trainer.
     """
 
-    def __init__(self, output_dir: str, data_service: DataService | None = None):
+    def __init__(
+        self,
+        output_dir: str,
+        data_service: DataService | None = None,
+        steps_per_call: int | None = None,
+    ):
         super().__init__()
         self._path = os.path.join(output_dir, REPORT_FILE)
+        self._steps_per_call = steps_per_call
         self._epochs: list[dict] = []
         self._service = data_service
         # The hooks below read only the batch's index: no logs copied to numpy.
@@ -399,19 +473,23 @@ class InputStallReport(tf.keras.callbacks.Callback):
         if METRIC_NAME not in logs:
             return
         share = float(logs[METRIC_NAME])
+        host = float(logs.get(HOST_NAME, 0.0))
         steps = self._steps["train"]
         entry = {
             "epoch": epoch,
             METRIC_NAME: share,
+            HOST_NAME: host,
             START_NAME: float(logs.get(START_NAME, 0.0)),
             "steps": steps,
-            "verdict": verdict(share, steps),
+            "verdict": verdict(share, steps, host),
         }
         if f"val_{METRIC_NAME}" in logs:
-            entry[f"val_{METRIC_NAME}"] = float(logs[f"val_{METRIC_NAME}"])
-            entry[f"val_{START_NAME}"] = float(logs.get(f"val_{START_NAME}", 0.0))
+            for name in (METRIC_NAME, HOST_NAME, START_NAME):
+                entry[f"val_{name}"] = float(logs.get(f"val_{name}", 0.0))
             entry["val_steps"] = self._steps["test"]
-            entry["val_verdict"] = verdict(entry[f"val_{METRIC_NAME}"], self._steps["test"])
+            entry["val_verdict"] = verdict(
+                entry[f"val_{METRIC_NAME}"], self._steps["test"], entry[f"val_{HOST_NAME}"]
+            )
         source = "input read on the trainer"
         if self._service:
             entry["data_service_workers"] = self._workers()
@@ -421,17 +499,20 @@ class InputStallReport(tf.keras.callbacks.Callback):
             )
         self._epochs.append(entry)
         logging.info(
-            "Epoch %d: %.1f%% of step time waiting for input (%s; %s), after %.3f s for "
-            "the input pipeline's start.",
+            "Epoch %d: %.1f%% of step time waiting for input and %.1f%% for the host between "
+            "calls (%s; %s), after %.3f s for the input pipeline's start.",
             epoch + 1,
             100 * share,
+            100 * host,
             entry["verdict"],
             source,
             entry[START_NAME],
         )
         report = {
             "epochs": self._epochs,
+            "steps_per_call": self._steps_per_call,
             "input_bound_above": INPUT_BOUND_SHARE,
+            "host_bound_above": HOST_BOUND_SHARE,
             "data_service": self._service.address if self._service else None,
         }
         filesystem.make_folder(os.path.dirname(self._path))

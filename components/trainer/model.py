@@ -62,6 +62,7 @@ def build_model(
     image_architecture: str = "resnet",
     hidden_units: Sequence[int] = (64, 32),
     learning_rate: float | None = None,
+    steps_per_call: int = 1,
 ) -> tf.keras.Model:
     """Builds and compiles a network for the task.
 
@@ -73,6 +74,8 @@ def build_model(
       image_architecture: the convolutional network (see ``image_model``).
       hidden_units: widths of the hidden Dense layers of tabular models.
       learning_rate: Adam's learning rate; None: 1e-2 tabular, 1e-3 images.
+      steps_per_call: steps ``fit`` and ``evaluate`` run in each call
+        (Keras' ``steps_per_execution``; ``TrainingOptions.steps_per_call``).
 
     Returns:
       A compiled Keras model taking a dict of transformed features, which
@@ -109,5 +112,10 @@ def build_model(
         metrics = [tf.keras.metrics.MeanAbsoluteError()]
 
     model = InputStallModel(inputs=inputs, outputs=outputs)
-    model.compile(optimizer=tf.keras.optimizers.Adam(learning_rate), loss=loss, metrics=metrics)
+    model.compile(
+        optimizer=tf.keras.optimizers.Adam(learning_rate),
+        loss=loss,
+        metrics=metrics,
+        steps_per_execution=steps_per_call,
+    )
     return model

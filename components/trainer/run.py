@@ -199,7 +199,11 @@ def run_fn(fn_args: FnArgs) -> None:
     )
     with strategy.scope():
         model = build_model(
-            tf_transform_output, task, image=reading.image, image_architecture=options.image_model
+            tf_transform_output,
+            task,
+            image=reading.image,
+            image_architecture=options.image_model,
+            steps_per_call=options.steps_a_call,
         )
     # The serving model is the trained layers alone, without the training metrics: the
     # weights a warm start loads are this view's.
@@ -215,7 +219,7 @@ def run_fn(fn_args: FnArgs) -> None:
         train = _without_sharding(train)
     logging.info(
         "Training %d steps (%s: %d examples, %.2f epochs of the %d-example train split) "
-        "with %s on %d replica(s), batch %d, cache %s.",
+        "with %s on %d replica(s), batch %d, %d steps a call, cache %s.",
         length.steps,
         length.asked,
         length.examples,
@@ -224,9 +228,10 @@ def run_fn(fn_args: FnArgs) -> None:
         type(strategy).__name__,
         strategy.num_replicas_in_sync,
         batch_size,
+        options.steps_a_call,
         cache or "none",
     )
-    _fit(model, fn_args, train, evaluation, length.steps, options.epoch_steps, service, backup)
+    _fit(model, fn_args, train, evaluation, length.steps, options, service, backup)
     if cache and cache != CACHE_MEMORY:
         filesystem.remove_tree(os.path.dirname(cache))
     _save(serving_model, fn_args.serving_model_dir, tf_transform_output, task, reading, inputs)
@@ -385,14 +390,15 @@ def _fit(
     train,
     evaluation,
     steps: int,
-    epoch_steps: int,
+    options: TrainingOptions,
     service: DataService | None,
     backup: str,
 ) -> None:
     """Trains ``steps`` steps, going on from an interrupted execution's backup in ``backup``
-    if one is there, reporting every ``epoch_steps`` (validation, input stall, TensorBoard)."""
+    if one is there, reporting every ``options.epoch_steps`` (validation, input stall,
+    TensorBoard)."""
     # Keras epochs are reporting periods (validation, input stall), not passes over the data.
-    epochs = math.ceil(steps / epoch_steps)
+    epochs = math.ceil(steps / options.epoch_steps)
     steps_per_epoch = math.ceil(steps / epochs)
     resumed_epochs = epochs_done(backup)
     if resumed_epochs:
@@ -414,7 +420,9 @@ def _fit(
             # First, so that the epoch it restores is the one the others see.
             tf.keras.callbacks.BackupAndRestore(backup),
             tf.keras.callbacks.TensorBoard(log_dir=fn_args.model_run_dir),
-            InputStallReport(fn_args.model_run_dir, data_service=service),
+            InputStallReport(
+                fn_args.model_run_dir, data_service=service, steps_per_call=options.steps_a_call
+            ),
         ],
         verbose=2,
     )

@@ -27,6 +27,7 @@ from tfrecord_pipelines.cli.shard_arguments import (
 from tfrecord_pipelines.cli.usage import UsageError
 from tfrecord_pipelines.components.drift.thresholds import DEFAULT_MAX_JS, DEFAULT_MAX_LINF
 from tfrecord_pipelines.components.task import CLASSIFICATION, PROBLEMS
+from tfrecord_pipelines.components.trainer.options import TrainingOptions
 from tfrecord_pipelines.definition.config import DEFAULT_EVAL_STEPS
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -174,6 +175,18 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--mixed-precision", action="store_true", help="train in mixed_float16 (GPUs)"
+    )
+    group.add_argument(
+        "--epoch-steps",
+        type=int,
+        default=TrainingOptions.epoch_steps,
+        help="training steps between validations and input-stall reports (default: %(default)s)",
+    )
+    group.add_argument(
+        "--steps-per-call",
+        type=int,
+        help="steps run in each call into TensorFlow, paying the host's per-call cost once "
+        "for them all (default: an epoch's steps, --epoch-steps)",
     )
     group.add_argument(
         "--data-service",
@@ -406,7 +419,7 @@ def config_from_args(args: argparse.Namespace, serving_dir: str | None = None):
 def _config_from_args(args: argparse.Namespace, serving_dir: str | None):
     from tfrecord_pipelines.components import spans
     from tfrecord_pipelines.components.example_gen.spark.session import parse_conf
-    from tfrecord_pipelines.components.trainer.options import CACHE_MODES, TrainingOptions
+    from tfrecord_pipelines.components.trainer.options import CACHE_MODES
     from tfrecord_pipelines.definition.config import DriftOptions, IngestOptions, PipelineConfig
     from tfrecord_pipelines.definition.schema_file import check_schema
 
@@ -418,6 +431,8 @@ def _config_from_args(args: argparse.Namespace, serving_dir: str | None):
         cache=args.cache if args.cache in CACHE_MODES else os.path.abspath(args.cache),
         mixed_precision=args.mixed_precision,
         epochs=args.epochs,
+        epoch_steps=args.epoch_steps,
+        steps_per_call=args.steps_per_call,
         data_service=args.data_service,
         **_image_settings(args, source.is_images),
     )

@@ -8,7 +8,7 @@ import re
 
 import jinja2
 
-from tfrecord_pipelines.components.trainer.input_stall import INPUT_BOUND_SHARE
+from tfrecord_pipelines.components.trainer.input_stall import HOST_BOUND_SHARE, INPUT_BOUND_SHARE
 from tfrecord_pipelines.report.contents import RunReport
 
 REPORTS_DIR = "reports"
@@ -34,6 +34,7 @@ def render(report: RunReport) -> str:
         r=report,
         written=datetime.datetime.now().isoformat(sep=" ", timespec="seconds"),
         input_bound_share=INPUT_BOUND_SHARE,
+        host_bound_share=HOST_BOUND_SHARE,
     )
 
 

@@ -29,8 +29,9 @@ from tfrecord_pipelines.components.keys import (
     PUSHER_ID,
     TRAINER_ID,
 )
+from tfrecord_pipelines.components.trainer.input_stall import HOST_NAME as HOST_STALL
 from tfrecord_pipelines.components.trainer.input_stall import METRIC_NAME as STALL
-from tfrecord_pipelines.components.trainer.input_stall import last_epoch
+from tfrecord_pipelines.components.trainer.input_stall import last_epoch, read_steps_per_call
 from tfrecord_pipelines.components.trainer.resume import resumed_steps
 from tfrecord_pipelines.components.trainer.training_length import (
     TrainingLength,
@@ -74,8 +75,11 @@ class RunSummary:
       model_run: the Trainer's TensorBoard logs and input-stall report.
       input_stall: the last training epoch's input stall (share of step time
         spent waiting for batches), or None if the Trainer wrote no report.
-      input_stall_verdict: its verdict: input-bound, compute-bound, or too short
-        to tell (an epoch of too few steps).
+      host_stall: the last training epoch's host stall (share of step time
+        spent waiting for the host between calls), or None.
+      steps_per_call: the steps each call ran, or None if the report does not say.
+      input_stall_verdict: the last epoch's verdict: input-bound, host-bound,
+        device-bound, or too short to tell (an epoch of too few steps).
       training: the steps, examples and epochs the model was trained on, or
         None if the Trainer did not say (a module file's run_fn).
       warm_start: whether the Trainer started from an earlier blessed model,
@@ -116,6 +120,8 @@ class RunSummary:
     classes: LabelClasses | None
     model_run: str
     input_stall: float | None
+    host_stall: float | None
+    steps_per_call: int | None
     input_stall_verdict: str | None
     training: TrainingLength | None
     warm_start: dict | None
@@ -186,6 +192,8 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         classes=read_label_classes(evaluation.uri),
         model_run=model_run.uri,
         input_stall=stall[STALL] if stall else None,
+        host_stall=stall.get(HOST_STALL) if stall else None,
+        steps_per_call=read_steps_per_call(model_run.uri),
         input_stall_verdict=stall["verdict"] if stall else None,
         training=training,
         warm_start=read_warm_start(model_run.uri),

@@ -184,6 +184,12 @@ def print_summary(summary, layout, config, run_id: str, seconds: float, report: 
             f"  input stall:   {100 * summary.input_stall:.1f}% of step time waiting for "
             f"batches in the last epoch ({summary.input_stall_verdict})"
         )
+    if summary.host_stall is not None:
+        calls = f", {summary.steps_per_call} steps a call" if summary.steps_per_call else ""
+        print(
+            f"  host stall:    {100 * summary.host_stall:.1f}% of step time waiting for the "
+            f"host between calls{calls}"
+        )
     if summary.training:
         warm = warm_started(summary.warm_start)
         print(f"  trained on:    {coverage_text(summary.training, warm)}")

@@ -17,6 +17,8 @@ from tensorboard.util import tensor_util
 
 from tfrecord_pipelines.components.storage import filesystem
 from tfrecord_pipelines.components.trainer.input_stall import (
+    HOST_BOUND_SHARE,
+    HOST_NAME,
     INPUT_BOUND_SHARE,
     METRIC_NAME,
     REPORT_FILE,
@@ -38,8 +40,11 @@ class TrainingView:
       charts: one SVG chart per metric, the input stall's with its threshold.
       stall: the last epoch's input stall (share of step time waiting for
         batches), or None without a report.
-      verdict: ``input-bound``, ``compute-bound`` or ``too short to tell`` (of the
-        last epoch).
+      host_stall: the last epoch's host stall (share of step time waiting for
+        the host between calls), or None without a report.
+      steps_per_call: the steps each call ran, or None if the report does not say.
+      verdict: ``input-bound``, ``host-bound``, ``device-bound`` or ``too short
+        to tell`` (of the last epoch).
       advice: what to do about it.
       data_service: the tf.data service's address, if the input came from one.
       workers: the service's registered workers at each epoch's end.
@@ -48,6 +53,8 @@ class TrainingView:
     metrics: dict[str, dict[str, list[float]]]
     charts: dict[str, str]
     stall: float | None
+    host_stall: float | None
+    steps_per_call: int | None
     verdict: str | None
     advice: str | None
     data_service: str | None
@@ -91,6 +98,10 @@ def read_training(model_run_uri: str) -> TrainingView:
             chart_of[name] = charts.per_epoch(
                 series, "share of step time", (INPUT_BOUND_SHARE, "input-bound above")
             )
+        elif name == HOST_NAME:
+            chart_of[name] = charts.per_epoch(
+                series, "share of step time", (HOST_BOUND_SHARE, "host-bound above")
+            )
         elif name == START_NAME:
             # Each validation starts its pipeline afresh; training's only in its first epoch.
             chart_of[name] = charts.per_epoch(series, "seconds to the first batch")
@@ -100,8 +111,14 @@ def read_training(model_run_uri: str) -> TrainingView:
         metrics=metrics,
         charts=chart_of,
         stall=last[METRIC_NAME] if last else None,
+        host_stall=last.get(HOST_NAME) if last else None,
+        steps_per_call=report.get("steps_per_call"),
         verdict=last["verdict"] if last else None,
-        advice=advice(last[METRIC_NAME], workers[-1], last.get("steps")) if last else None,
+        advice=(
+            advice(last[METRIC_NAME], workers[-1], last.get("steps"), last.get(HOST_NAME, 0.0))
+            if last
+            else None
+        ),
         data_service=report.get("data_service"),
         workers=workers,
     )
