@@ -128,8 +128,10 @@ MAX_LINF_KEY = "max_linf"
 # CuratedSchemaGen: the imported schema's digest, its cache key.
 SCHEMA_DIGEST_KEY = "schema_digest"
 
-# Reporter (Kubeflow's last task): its page, and what it is told beside the artifacts.
+# Reporter (Kubeflow's last task): its page, its training figures for KFP's scalar table, and
+# what it is told beside the artifacts.
 REPORT_KEY = "report"
+TRAINING_METRICS_KEY = "training"
 PIPELINE_NAME_KEY = "pipeline_name"
 IMAGES_KEY = "images"
 

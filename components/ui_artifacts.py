@@ -76,6 +76,12 @@ def log_metric(artifact: Artifact, name: str, value: float) -> None:
     artifact.set_float_custom_property(name, float(value))
 
 
+def log_text_metric(artifact: Artifact, name: str, text: str) -> None:
+    """One row of a Metrics artifact's table holding text (KFP's UI shows any custom
+    property's value, quoted)."""
+    artifact.set_string_custom_property(name, text)
+
+
 def log_confusion_matrix(
     artifact: Artifact, categories: Sequence[str], rows: Sequence[Sequence[float]]
 ) -> None:

@@ -409,11 +409,21 @@ def test_the_evaluator_writes_what_kfps_ui_draws(dag):
 
 def test_the_last_task_writes_the_run_report_kfps_ui_shows(dag, chromium_endpoint, tmp_path):
     spec, records, _, _ = dag
-    [(name, definition)] = spec.components["Reporter"].output_definitions.artifacts.items()
-    assert definition.artifact_type.schema_title == "system.HTML"
+    titles = {
+        name: definition.artifact_type.schema_title
+        for name, definition in spec.components["Reporter"].output_definitions.artifacts.items()
+    }
+    assert titles == {"report": "system.HTML", "training": "system.Metrics"}
     # It follows the Pusher, the last of the others, so the run's whole outcome is on the page.
     assert "Pusher" in spec.root.dag.tasks["Reporter"].dependent_tasks
-    page, _ = _output(records["Reporter"], name)
+    # The Trainer's verdict on one page of the UI's scalar table, beside its figures.
+    _, training = _output(records["Reporter"], "training")
+    [table] = metrics_table_pages(training)
+    shown = dict(table)
+    assert shown["bound by"] in ('"device-bound"', '"host-bound"', '"input-bound"'), shown
+    assert shown["steps a call"] == "200.0"
+    assert {"input stall (% of step time)", "host stall (% of step time)"} <= set(shown)
+    page, _ = _output(records["Reporter"], "report")
     html = page.read_text()
     loaded = load_as_kfp_ui_shows(chromium_endpoint, html, tmp_path / "report.png")
     assert loaded.errors == []

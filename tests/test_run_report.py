@@ -125,7 +125,7 @@ def test_kubeflows_reporter_task_writes_the_commands_page_from_the_artifacts_alo
     """The Reporter's executor, given this run's artifacts as a KFP task is given them
     (no ML Metadata), writes the sections the report command wrote, byte for byte,
     except the components' table, which it points to KFP's run page for."""
-    from tfrecord_pipelines.components.ui_artifacts import Html
+    from tfrecord_pipelines.components.ui_artifacts import Html, Metrics
     from tfrecord_pipelines.local.run_record import PIPELINE_RUN_CONTEXT, open_store, read_run
     from tfrecord_pipelines.report.executor import Executor
     from tfrecord_pipelines.report.run_report import report_artifacts
@@ -145,7 +145,11 @@ def test_kubeflows_reporter_task_writes_the_commands_page_from_the_artifacts_alo
     page = Html()
     page.uri = str(tmp_path / "penguins-run-1" / "Reporter" / "report")
     Path(page.uri).parent.mkdir(parents=True)
-    Executor().Do(inputs, {"report": [page]}, {"pipeline_name": "penguins", "images": 0})
+    training = Metrics()
+    training.uri = str(tmp_path / "penguins-run-1" / "Reporter" / "training")
+    Executor().Do(
+        inputs, {"report": [page], "training": [training]}, {"pipeline_name": "penguins", "images": 0}
+    )
 
     written = _sections(Path(page.uri).read_text())
     by_command = _sections(report.read_text())
@@ -154,6 +158,17 @@ def test_kubeflows_reporter_task_writes_the_commands_page_from_the_artifacts_alo
         assert written[section] == by_command[section], section
     assert 'id="components-elsewhere"' in written["components"]
     assert "run penguins-run-1</h1>" in Path(page.uri).read_text()
+    # The Trainer's last epoch as rows of KFP's scalar table, the verdict among them.
+    stall = json.loads((Path(inputs["model_run"][0].uri) / "input_stall.json").read_text())
+    last = stall["epochs"][-1]
+    assert training.get_string_custom_property("bound by") == last["verdict"]
+    assert training.get_float_custom_property("steps a call") == stall["steps_per_call"] == 200
+    assert training.get_float_custom_property("host stall (% of step time)") == pytest.approx(
+        100 * last["host_stall"], abs=0.01
+    )
+    assert training.get_float_custom_property("input stall (% of step time)") == pytest.approx(
+        100 * last["input_stall"], abs=0.01
+    )
 
 
 def test_report_lists_every_component_with_its_state(penguins_with_problems):
@@ -173,8 +188,12 @@ def test_report_lists_every_component_with_its_state(penguins_with_problems):
     assert coverage.startswith("Trained on 6,400 examples (100 steps of 64): ")
     assert "epochs of the " in coverage and "never seen" not in coverage
     # The verdict on the input and what to do about it, with the stall chart.
-    assert re.search(r'id="verdict"><b class="\w+">(Input|Compute)-bound</b>', html)
-    assert 'data-metric="input_stall"' in html and 'data-metric="loss"' in html
+    assert re.search(r'id="verdict"><b class="\w+">(Input|Host|Device)-bound</b>', html)
+    assert re.search(
+        r"% to waiting for the host between calls \(host-bound above 10%; 200 steps a call\)", html
+    )
+    assert 'data-metric="input_stall"' in html and 'data-metric="host_stall"' in html
+    assert 'data-metric="loss"' in html
     # One bar per shard file in the shard-size chart.
     examples = _only(root / "ShardedExampleGen" / "examples")
     plan = json.loads((examples / "shard_plan.json").read_text())

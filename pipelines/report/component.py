@@ -6,8 +6,10 @@ Inputs, each optional: ShardedExampleGen's ``examples``, ``quarantine`` and
 ``model_run``; the Evaluator's ``evaluation`` and ``blessing``; the Pusher's
 ``pushed_model``; in the daily pipeline, SpanWindow's ``window``,
 Transform's ``transform_graph`` and DriftCheck's anomalies as ``drift``.
-Output: ``report`` (``system.HTML``), the page the report command writes for a
-local run, less what only ML Metadata holds (each component's state and cost).
+Outputs: ``report`` (``system.HTML``), the page the report command writes for a
+local run, less what only ML Metadata holds (each component's state and cost);
+``training`` (``system.Metrics``), the Trainer's last epoch as rows of KFP's
+scalar table: its input and host stall, the steps a call and the verdict.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionP
 from tfrecord_pipelines.components import keys
 from tfrecord_pipelines.components.example_gen.component import Quarantine
 from tfrecord_pipelines.components.keys import QUARANTINE_KEY, SPAN_WINDOW_ID
-from tfrecord_pipelines.components.ui_artifacts import Html
+from tfrecord_pipelines.components.ui_artifacts import Html, Metrics
 from tfrecord_pipelines.report import executor
 from tfrecord_pipelines.report.contents import ARTIFACT_SOURCES, DAILY_SOURCES
 
@@ -53,7 +55,10 @@ class ReporterSpec(ComponentSpec):
         keys.IMAGES_KEY: ExecutionParameter(type=int),
     }
     INPUTS = {key: ChannelParameter(type=kind, optional=True) for key, kind in _INPUT_TYPES.items()}
-    OUTPUTS = {keys.REPORT_KEY: ChannelParameter(type=Html)}
+    OUTPUTS = {
+        keys.REPORT_KEY: ChannelParameter(type=Html),
+        keys.TRAINING_METRICS_KEY: ChannelParameter(type=Metrics),
+    }
 
 
 class Reporter(base_component.BaseComponent):
@@ -81,6 +86,7 @@ class Reporter(base_component.BaseComponent):
                 pipeline_name=pipeline_name,
                 images=int(images),
                 report=types.Channel(type=Html),
+                training=types.Channel(type=Metrics),
                 **artifacts,
             )
         )

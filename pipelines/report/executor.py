@@ -20,6 +20,7 @@ from tfrecord_pipelines.report.contents import (
 )
 from tfrecord_pipelines.report.render import render
 from tfrecord_pipelines.report.span_window import drift_of
+from tfrecord_pipelines.report.training_metrics import log_training
 
 WRITTEN_BY = "the run's Reporter task, from its input artifacts"
 COMPONENTS_ELSEWHERE = (
@@ -61,7 +62,8 @@ class Executor(base_executor.BaseExecutor):
 
         Args:
           input_dict: the run's artifacts, each optional (see ``component``).
-          output_dict: ``report``, a ``system.HTML`` artifact.
+          output_dict: ``report``, a ``system.HTML`` artifact, and ``training``, a
+            ``system.Metrics`` one (``training_metrics``).
           exec_properties: the pipeline's name and whether its data are images.
         """
         page = artifact_utils.get_single_instance(output_dict[keys.REPORT_KEY])
@@ -80,3 +82,6 @@ class Executor(base_executor.BaseExecutor):
             **fields,
         )
         ui_artifacts.write_text(page, render(report))
+        for training in output_dict.get(keys.TRAINING_METRICS_KEY, []):
+            model_run = found.get(keys.MODEL_RUN_KEY)
+            log_training(training, model_run.uri if model_run else None)
