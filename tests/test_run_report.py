@@ -148,7 +148,9 @@ def test_kubeflows_reporter_task_writes_the_commands_page_from_the_artifacts_alo
     training = Metrics()
     training.uri = str(tmp_path / "penguins-run-1" / "Reporter" / "training")
     Executor().Do(
-        inputs, {"report": [page], "training": [training]}, {"pipeline_name": "penguins", "images": 0}
+        inputs,
+        {"report": [page], "training": [training]},
+        {"pipeline_name": "penguins", "images": 0},
     )
 
     written = _sections(Path(page.uri).read_text())
