@@ -22,6 +22,11 @@ _FULL_DISK_SIGNS = (
     "database or disk is full",
     "[Errno 28]",
 )
+# SQLite rolls a transaction back when a write finds the disk full, and ML Metadata's
+# COMMIT then fails with this instead of "database or disk is full": a full disk when
+# the output's disk is as good as full.
+_ROLLED_BACK_COMMIT = "cannot commit - no transaction is active"
+_NEARLY_FULL_BYTES = 4 * 2**20
 # Besides its shards, a run writes statistics, a schema, the Transform graph,
 # the model three times (Trainer, Pusher's archive, serving folder), the
 # evaluation and the metadata store: 1.7 MiB in all on the bundled penguins;
@@ -88,10 +93,17 @@ def _full_disk_error(error: BaseException) -> tuple[bool, str | None]:
     return False, None
 
 
+def _nearly_full(output_dir: str) -> bool:
+    try:
+        return shutil.disk_usage(output_dir).free < _NEARLY_FULL_BYTES
+    except OSError:
+        return False
+
+
 def disk_full_message(error: BaseException, output_dir: str, needed: int | None) -> str | None:
     """One line for a full-disk failure under ``output_dir``; None if ``error`` is another one."""
     full, path = _full_disk_error(error)
-    if not full:
+    if not full and not (_ROLLED_BACK_COMMIT in str(error) and _nearly_full(output_dir)):
         return None
     usage = shutil.disk_usage(output_dir)
     writing = f" while writing {path}" if path else ""

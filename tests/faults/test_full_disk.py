@@ -123,3 +123,17 @@ def test_output_that_is_a_file_or_read_only_is_one_line(tmp_path):
             assert result.stderr.strip().splitlines() == [
                 f"error: Output folder {disk / 'out'} is not writable: Read-only file system."
             ]
+
+
+def test_a_rolled_back_commit_is_a_full_disk_only_on_a_full_disk(tmp_path):
+    # SQLite rolls back a transaction whose write found the disk full; ML Metadata's COMMIT
+    # then fails with this. On a disk with room, it is some other fault and stays one.
+    from tfrecord_pipelines.local.disk_space import disk_full_message
+
+    error = RuntimeError(
+        "Error when executing query: cannot commit - no transaction is active query: COMMIT;"
+    )
+    assert disk_full_message(error, str(tmp_path), None) is None
+    with small_disk(tmp_path / "small", 2**20) as disk:
+        message = disk_full_message(error, str(disk), None)
+    assert message.startswith(f"No space left on the disk of {disk}: ")
