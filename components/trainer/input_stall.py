@@ -397,7 +397,9 @@ def advice(
     )
 
 
-def _report(output_dir: str) -> dict | None:
+def read_report(output_dir: str) -> dict | None:
+    """The ``InputStallReport`` in output_dir (its ``epochs`` and ``steps_per_call``), or
+    None if there is none."""
     path = os.path.join(output_dir, REPORT_FILE)
     if not filesystem.exists(path):
         return None
@@ -409,14 +411,12 @@ def last_epoch(output_dir: str) -> dict | None:
     """The last epoch of an ``InputStallReport`` in output_dir: its ``input_stall``,
     ``host_stall``, ``steps`` and ``verdict``. None if there is no report (or it holds no
     epoch)."""
-    report = _report(output_dir)
+    return final_epoch(read_report(output_dir))
+
+
+def final_epoch(report: dict | None) -> dict | None:
+    """The last epoch of a report ``read_report`` read, or None."""
     return report["epochs"][-1] if report and report["epochs"] else None
-
-
-def read_steps_per_call(output_dir: str) -> int | None:
-    """The steps a call of the run an ``InputStallReport`` in output_dir reported, or None."""
-    report = _report(output_dir)
-    return report.get("steps_per_call") if report else None
 
 
 def last_epoch_share(output_dir: str) -> float | None:

@@ -31,7 +31,7 @@ from tfrecord_pipelines.components.keys import (
 )
 from tfrecord_pipelines.components.trainer.input_stall import HOST_NAME as HOST_STALL
 from tfrecord_pipelines.components.trainer.input_stall import METRIC_NAME as STALL
-from tfrecord_pipelines.components.trainer.input_stall import last_epoch, read_steps_per_call
+from tfrecord_pipelines.components.trainer.input_stall import final_epoch, read_report
 from tfrecord_pipelines.components.trainer.resume import resumed_steps
 from tfrecord_pipelines.components.trainer.training_length import (
     TrainingLength,
@@ -176,7 +176,9 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
     # One read of TFMA's metrics and plots: the intervals come from the same values.
     metrics = overall_metrics(evaluation.uri)
     window = summarize_window(run)
-    stall = last_epoch(model_run.uri)
+    # One read of the input-stall report: its last epoch and its steps a call.
+    stall_report = read_report(model_run.uri)
+    stall = final_epoch(stall_report)
     return RunSummary(
         blessed=evaluator.output(keys.BLESSING_KEY)
         .custom_properties[keys.BLESSED_PROPERTY]
@@ -193,7 +195,7 @@ def summarize_run(store, pipeline_name: str, run_id: str) -> RunSummary:
         model_run=model_run.uri,
         input_stall=stall[STALL] if stall else None,
         host_stall=stall.get(HOST_STALL) if stall else None,
-        steps_per_call=read_steps_per_call(model_run.uri),
+        steps_per_call=stall_report.get("steps_per_call") if stall_report else None,
         input_stall_verdict=stall["verdict"] if stall else None,
         training=training,
         warm_start=read_warm_start(model_run.uri),

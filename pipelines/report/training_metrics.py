@@ -14,8 +14,8 @@ from tfrecord_pipelines.components import ui_artifacts
 from tfrecord_pipelines.components.trainer.input_stall import (
     HOST_NAME,
     METRIC_NAME,
-    last_epoch,
-    read_steps_per_call,
+    final_epoch,
+    read_report,
 )
 
 INPUT_STALL_ROW = "input stall (% of step time)"
@@ -27,13 +27,14 @@ VERDICT_ROW = "bound by"
 def log_training(metrics: Artifact, model_run_uri: str | None) -> None:
     """Writes the last epoch's rows on ``metrics``; none without the Trainer's report (no
     model run, or a module file's run_fn that writes none)."""
-    epoch = last_epoch(model_run_uri) if model_run_uri else None
+    report = read_report(model_run_uri) if model_run_uri else None
+    epoch = final_epoch(report)
     if epoch is None:
         return
     ui_artifacts.log_metric(metrics, INPUT_STALL_ROW, round(100 * epoch[METRIC_NAME], 2))
     if HOST_NAME in epoch:
         ui_artifacts.log_metric(metrics, HOST_STALL_ROW, round(100 * epoch[HOST_NAME], 2))
-    calls = read_steps_per_call(model_run_uri)
+    calls = report.get("steps_per_call")
     if calls:
         ui_artifacts.log_metric(metrics, STEPS_PER_CALL_ROW, calls)
     ui_artifacts.log_text_metric(metrics, VERDICT_ROW, epoch["verdict"])
