@@ -103,8 +103,8 @@ def test_report_round_trips(tmp_path):
 
 
 def test_auto_cache_holds_the_transformed_split_in_memory_when_it_is_read_again():
+    from tfrecord_pipelines.components.trainer.caches import resolve_cache, tensor_bytes
     from tfrecord_pipelines.components.trainer.options import AUTO_CACHE_MAX_BYTES
-    from tfrecord_pipelines.components.trainer.run import resolve_cache, tensor_bytes
 
     spec = {
         "amount_xf": tf.io.FixedLenFeature([1], tf.float32),

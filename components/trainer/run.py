@@ -17,19 +17,14 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 from tfrecord_pipelines.components.storage import filesystem
 from tfrecord_pipelines.components.task import Task, transformed_name
 from tfrecord_pipelines.components.trainer import warm_start
+from tfrecord_pipelines.components.trainer.caches import resolve_cache, tensor_bytes
 from tfrecord_pipelines.components.trainer.data_service import DataService, wait_for_workers
 from tfrecord_pipelines.components.trainer.dataset import list_files, make_dataset
 from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
 from tfrecord_pipelines.components.trainer.image_sizing import sample_images
 from tfrecord_pipelines.components.trainer.input_stall import InputStallReport
 from tfrecord_pipelines.components.trainer.model import build_model
-from tfrecord_pipelines.components.trainer.options import (
-    AUTO_CACHE_MAX_BYTES,
-    CACHE_AUTO,
-    CACHE_MEMORY,
-    CACHE_NONE,
-    TrainingOptions,
-)
+from tfrecord_pipelines.components.trainer.options import CACHE_MEMORY, TrainingOptions
 from tfrecord_pipelines.components.trainer.resume import (
     backup_dir,
     epochs_done,
@@ -37,7 +32,6 @@ from tfrecord_pipelines.components.trainer.resume import (
 )
 from tfrecord_pipelines.components.trainer.signatures import make_signatures
 from tfrecord_pipelines.components.trainer.training_length import (
-    TrainingLength,
     auto_batch_size,
     plan_training,
     split_records,
@@ -110,42 +104,6 @@ def _reading(
         sample.estimated_records,
     )
     return _Reading(spec, transform, image, image.decoded_bytes)
-
-
-def tensor_bytes(feature_spec: dict) -> int:
-    """Roughly the bytes one record's parsed features take in memory.
-
-    Fixed-length features by their shape and type (a string counted as 32
-    bytes); variable-length ones as 8 values.
-    """
-    total = 0
-    for feature in feature_spec.values():
-        size = 32 if feature.dtype == tf.string else feature.dtype.size
-        values = math.prod(feature.shape) if isinstance(feature, tf.io.FixedLenFeature) else 8
-        total += size * max(values, 1)
-    return total
-
-
-def resolve_cache(
-    cache: str, bytes_per_record: int, run_id: str, length: TrainingLength
-) -> str | None:
-    """Turns the cache option into make_dataset's cache argument for this run.
-
-    "auto" caches in memory when training reads the train split more than
-    once and its records, at ``bytes_per_record`` in their cached form, take
-    less than ``AUTO_CACHE_MAX_BYTES``.
-    """
-    if cache == CACHE_NONE:
-        return None
-    if cache == CACHE_MEMORY:
-        return CACHE_MEMORY
-    if cache == CACHE_AUTO:
-        if length.epochs <= 1:
-            return None  # nothing is read twice: a cache would only cost its memory
-        estimated = length.train_records * bytes_per_record
-        return CACHE_MEMORY if estimated < AUTO_CACHE_MAX_BYTES else None
-    # A folder: each run caches in its own sub-folder, so no run reads another's cache.
-    return os.path.join(cache, run_id, "train")
 
 
 def _model_settings(task: Task, options: TrainingOptions, reading: _Reading) -> dict:
