@@ -100,26 +100,3 @@ def test_report_round_trips(tmp_path):
     written = json.loads((tmp_path / "training.json").read_text())
     assert written["examples"] == 640 and written["epochs"] == 0.5
     assert read_training_report(str(tmp_path / "none")) is None
-
-
-def test_auto_cache_holds_the_transformed_split_in_memory_when_it_is_read_again():
-    from tfrecord_pipelines.components.trainer.caches import resolve_cache, tensor_bytes
-    from tfrecord_pipelines.components.trainer.options import AUTO_CACHE_MAX_BYTES
-
-    spec = {
-        "amount_xf": tf.io.FixedLenFeature([1], tf.float32),
-        "colour_xf": tf.io.FixedLenFeature([], tf.int64),
-        "tags_xf": tf.io.VarLenFeature(tf.int64),
-        "label_xf": tf.io.FixedLenFeature([], tf.int64),
-    }
-    assert tensor_bytes(spec) == 4 + 8 + 8 * 8 + 8
-    # 700,000 rows of 84 bytes, trained on for 1.46 passes: cached, whatever the shards weigh.
-    twice = plan_training(700_000, 1024, train_steps=None, epochs=None)
-    assert twice.epochs > 1 and resolve_cache("auto", 84, "7", twice) == "memory"
-    # Read once: a cache would only cost memory.
-    once = plan_training(700_000, 1024, train_steps=600, epochs=None)
-    assert resolve_cache("auto", 84, "7", once) is None
-    # Past the limit, none; asked for, whatever the size.
-    big = AUTO_CACHE_MAX_BYTES // 700_000 + 1
-    assert resolve_cache("auto", big, "7", twice) is None
-    assert resolve_cache("memory", big, "7", twice) == "memory"

@@ -52,7 +52,9 @@ class TrainingOptions:
       cache: "auto" (in memory when the transformed or decoded train split
         fits in AUTO_CACHE_MAX_BYTES and is read more than once), "memory", "none", or a file path
         prefix on fast local disk for a split that does not fit in memory.
-        A cache skips reading and parsing after the first epoch.
+        A cache skips reading and parsing after the first epoch. Unless
+        "none", the validation batches are held in memory too when they fit
+        beside it (``caches.holds_validation``).
       mixed_precision: compute in float16 with float32 variables
         (``mixed_float16``): faster on GPUs with tensor cores, slower on CPUs.
       epochs: passes over the training split to train for, when the

@@ -17,7 +17,12 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 from tfrecord_pipelines.components.storage import filesystem
 from tfrecord_pipelines.components.task import Task, transformed_name
 from tfrecord_pipelines.components.trainer import warm_start
-from tfrecord_pipelines.components.trainer.caches import resolve_cache, tensor_bytes
+from tfrecord_pipelines.components.trainer.caches import (
+    held,
+    holds_validation,
+    resolve_cache,
+    tensor_bytes,
+)
 from tfrecord_pipelines.components.trainer.data_service import DataService, wait_for_workers
 from tfrecord_pipelines.components.trainer.dataset import list_files, make_dataset
 from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
@@ -32,6 +37,7 @@ from tfrecord_pipelines.components.trainer.resume import (
 )
 from tfrecord_pipelines.components.trainer.signatures import make_signatures
 from tfrecord_pipelines.components.trainer.training_length import (
+    TrainingLength,
     auto_batch_size,
     plan_training,
     split_records,
@@ -175,20 +181,10 @@ def run_fn(fn_args: FnArgs) -> None:
     )
     if workers.count > 1:
         train = _without_sharding(train)
-    logging.info(
-        "Training %d steps (%s: %d examples, %.2f epochs of the %d-example train split) "
-        "with %s on %d replica(s), batch %d, %d steps a call, cache %s.",
-        length.steps,
-        length.asked,
-        length.examples,
-        length.epochs,
-        length.train_records,
-        type(strategy).__name__,
-        strategy.num_replicas_in_sync,
-        batch_size,
-        options.steps_a_call,
-        cache or "none",
-    )
+    holding = _holds_validation(fn_args, options, reading, batch_size, cache, length)
+    if holding:
+        evaluation = held(evaluation, fn_args.eval_steps)
+    _log_plan(length, strategy, batch_size, options, cache, holding)
     _fit(model, fn_args, train, evaluation, length.steps, options, service, backup)
     if cache and cache != CACHE_MEMORY:
         filesystem.remove_tree(os.path.dirname(cache))
@@ -205,6 +201,59 @@ def _cache(options: TrainingOptions, reading: _Reading, fn_args: FnArgs, length)
         os.path.basename(fn_args.model_run_dir),
         length,
     )
+
+
+def _log_plan(
+    length: TrainingLength,
+    strategy: tf.distribute.Strategy,
+    batch_size: int,
+    options: TrainingOptions,
+    cache: str | None,
+    holding: bool,
+) -> None:
+    """Logs how the Trainer is about to train: steps, replicas, batch, calls, caches."""
+    logging.info(
+        "Training %d steps (%s: %d examples, %.2f epochs of the %d-example train split) "
+        "with %s on %d replica(s), batch %d, %d steps a call, cache %s, validation batches "
+        "%s.",
+        length.steps,
+        length.asked,
+        length.examples,
+        length.epochs,
+        length.train_records,
+        type(strategy).__name__,
+        strategy.num_replicas_in_sync,
+        batch_size,
+        options.steps_a_call,
+        cache or "none",
+        "held in memory" if holding else "read each epoch",
+    )
+
+
+def _holds_validation(
+    fn_args: FnArgs,
+    options: TrainingOptions,
+    reading: _Reading,
+    batch_size: int,
+    cache: str | None,
+    length: TrainingLength,
+) -> bool:
+    """``holds_validation`` for this run's validation steps, batch and epochs."""
+    eval_steps = fn_args.eval_steps
+    return holds_validation(
+        options.cache,
+        reading.cached_bytes_per_record,
+        eval_steps * (options.eval_batch_size or batch_size) if eval_steps else None,
+        _epochs(length.steps, options),
+        cache,
+        length,
+    )
+
+
+def _epochs(steps: int, options: TrainingOptions) -> int:
+    """Keras epochs of ``steps``: reporting periods of ``epoch_steps`` (validation, input
+    stall, TensorBoard), not passes over the data."""
+    return math.ceil(steps / options.epoch_steps)
 
 
 def _without_sharding(train: tf.data.Dataset) -> tf.data.Dataset:
@@ -355,8 +404,7 @@ def _fit(
     """Trains ``steps`` steps, going on from an interrupted execution's backup in ``backup``
     if one is there, reporting every ``options.epoch_steps`` (validation, input stall,
     TensorBoard)."""
-    # Keras epochs are reporting periods (validation, input stall), not passes over the data.
-    epochs = math.ceil(steps / options.epoch_steps)
+    epochs = _epochs(steps, options)
     steps_per_epoch = math.ceil(steps / epochs)
     resumed_epochs = epochs_done(backup)
     if resumed_epochs:
