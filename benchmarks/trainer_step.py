@@ -2,11 +2,14 @@
 
 On a table of ``--rows`` rows (benchmarks/scale_table.py, a 0/1 label), runs
 the project's pipeline as a user would (``python -m tfrecord_pipelines run
---data ... --label label --train-steps 1000 --batch-size 256``) twice: with
-``--steps-per-call 1`` (Keras' default) and with the Trainer's own choice; the
-second run reuses everything before the Trainer. For each it reads the
-Trainer component's wall and CPU seconds from ML Metadata, the accuracy with
-its 95% interval, and the last epoch's input and host stall.
+--data ... --label label --train-steps 1000 --batch-size 256``, and 2,000 steps) with
+``--steps-per-call 1`` (Keras' default) and with the Trainer's own choice,
+``--repeats`` times in turn, each run whole (``--no-cache``): a Trainer whose
+upstream came from the cache would be the first component to run TensorFlow
+in its process and pay for its start. For each it reads the Trainer
+component's wall and CPU seconds from ML Metadata (the median of the
+repeats, with their range), the accuracy with its 95% interval, and the last
+epoch's input and host stall (of the first repeat).
 
 Then, in a process of its own, a bare Keras fit of the same model
 (``build_model`` on the run's Transform output): the transformed batches held
@@ -28,6 +31,7 @@ import argparse
 import glob
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -46,9 +50,7 @@ EVAL_STEPS = 20
 DEVICE_STEP_S = 0.001
 
 
-def _run_pipeline(
-    table: str, output: str, steps_per_call: int | None, steps: int, fresh: bool
-) -> dict:
+def _run_pipeline(table: str, output: str, steps_per_call: int | None, steps: int) -> dict:
     """One pipeline run; the Trainer's cost, accuracy and stalls from its metadata."""
     from pipeline_scale import _run
 
@@ -56,7 +58,7 @@ def _run_pipeline(
     command += ["--label", "label", "--name", PIPELINE_NAME, "--output", output]
     command += ["--train-steps", str(steps), "--batch-size", str(BATCH)]
     command += ["--steps-per-call", str(steps_per_call)] if steps_per_call else []
-    command += ["--no-cache"] if fresh else []
+    command += ["--no-cache"]
     label = steps_per_call or "the Trainer's choice of"
     print(f"pipeline, {steps:,} steps, {label} steps a call ...", flush=True)
     _run(command, f"{output}-{steps}-{steps_per_call or 'auto'}.log")
@@ -192,55 +194,87 @@ def _row(name: str, cpu: float, wall: float, extra: str = "") -> None:
     )
 
 
+def _median(runs: list[dict], key: str) -> float:
+    return statistics.median(run[key] for run in runs)
+
+
+def _spread(runs: list[dict], key: str = "cpu") -> str:
+    values = [run[key] for run in runs]
+    return f"CPU {min(values):.2f}-{max(values):.2f} over {len(values)}"
+
+
+def _repeated(table: str, output: str, repeats: int) -> dict:
+    """Every pipeline run, ``repeats`` times in turn: {(steps a call, steps): [runs]}."""
+    runs = {(calls, steps): [] for calls in (1, None) for steps in (STEPS, 2 * STEPS)}
+    for _ in range(repeats):
+        for (calls, steps), done in runs.items():
+            done.append(_run_pipeline(table, output, calls, steps))
+    return runs
+
+
+def _print_trainer(runs: dict, chosen: int) -> None:
+    for calls in (1, None):
+        run, longer = runs[calls, STEPS], runs[calls, 2 * STEPS]
+        first = run[0]
+        low, high = first["interval"]
+        name = f"{calls or chosen} steps a call"
+        cpu, wall = _median(run, "cpu"), _median(run, "wall")
+        _row(
+            f"Trainer component, {name}",
+            cpu,
+            wall,
+            f"{_spread(run)}; accuracy {first['accuracy']:.4f} [{low:.4f}, {high:.4f}]; "
+            f"input stall {100 * first['input_stall']:.1f}%, host stall "
+            f"{100 * first['host_stall']:.1f}% ({first['verdict']})",
+        )
+        steps_cpu = _median(longer, "cpu") - cpu
+        steps_wall = _median(longer, "wall") - wall
+        _row(
+            f"  of which {STEPS:,} steps ({name})",
+            steps_cpu,
+            steps_wall,
+            f"the {2 * STEPS:,}-step runs: {_spread(longer)}",
+        )
+        _row(f"  of which fixed ({name})", cpu - steps_cpu, wall - steps_wall)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--work", default=os.path.join(_ROOT, "output", "bench-trainer-step"))
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, got {args.repeats}")
     from pipeline_scale import _table
 
     table = _table(args.rows, args.work, binary=True)
     output = os.path.join(args.work, f"run-{args.rows}")
     # Each at STEPS and twice as many: the difference is the cost of STEPS more steps
     # (their validations included), the rest the Trainer's fixed cost.
-    runs = {}
-    for calls in (1, None):
-        for steps in (STEPS, 2 * STEPS):
-            runs[calls, steps] = _run_pipeline(table, output, calls, steps, fresh=not runs)
-    chosen = runs[None, STEPS]["steps_per_call"]
+    runs = _repeated(table, output, args.repeats)
+    chosen = runs[None, STEPS][0]["steps_per_call"]
     root = f"{output}/pipeline_root/{PIPELINE_NAME}"
-    bare = {n: _bare(root, n) for n in (1, chosen)}
+    bare = {n: [_bare(root, n) for _ in range(args.repeats)] for n in (1, chosen)}
     device = {n: _bare(root, n, DEVICE_STEP_S) for n in (1, chosen)}
 
     print(f"\n{args.rows:,} rows, {STEPS:,} steps of {BATCH}, validation every {EPOCH_STEPS}:")
-    print(f"  {'':<44} {'CPU s':>7} {'wall s':>7} {'CPU ms/step':>8}")
-    for calls in (1, None):
-        run, longer = runs[calls, STEPS], runs[calls, 2 * STEPS]
-        low, high = run["interval"]
-        name = f"{calls or chosen} steps a call"
-        _row(
-            f"Trainer component, {name}",
-            run["cpu"],
-            run["wall"],
-            f"accuracy {run['accuracy']:.4f} [{low:.4f}, {high:.4f}]; input stall "
-            f"{100 * run['input_stall']:.1f}%, host stall {100 * run['host_stall']:.1f}% "
-            f"({run['verdict']})",
-        )
-        steps_cpu = longer["cpu"] - run["cpu"]
-        _row(f"  of which {STEPS:,} steps ({name})", steps_cpu, longer["wall"] - run["wall"])
-        _row(f"  of which fixed ({name})", run["cpu"] - steps_cpu, 2 * run["wall"] - longer["wall"])
-    for n, run in bare.items():
+    print(f"  {'':<44} {'CPU s':>7} {'wall s':>7} {'CPU ms/step':>8}  (medians)")
+    _print_trainer(runs, chosen)
+    for n, done in bare.items():
         _row(
             f"bare Keras fit + export, {n} steps a call",
-            run["cpu"],
-            run["wall"],
-            f"fit alone {run['fit_cpu']:.2f} CPU-s; host stall {100 * run['host_stall']:.1f}%",
+            _median(done, "cpu"),
+            _median(done, "wall"),
+            f"{_spread(done)}; fit alone {_median(done, 'fit_cpu'):.2f} CPU-s; "
+            f"host stall {100 * done[0]['host_stall']:.1f}%",
         )
-    ours = runs[None, STEPS]["cpu"]
-    ours_steps = runs[None, 2 * STEPS]["cpu"] - ours
+    ours = _median(runs[None, STEPS], "cpu")
+    ours_steps = _median(runs[None, 2 * STEPS], "cpu") - ours
     print(
-        f"  Trainer ({chosen} a call) / bare fit (1 a call), CPU: {ours / bare[1]['cpu']:.2f}x; "
-        f"its steps alone: {ours_steps / bare[1]['fit_cpu']:.2f}x the bare fit's"
+        f"  Trainer ({chosen} a call) / bare fit (1 a call), CPU: "
+        f"{ours / _median(bare[1], 'cpu'):.2f}x; its steps alone: "
+        f"{ours_steps / _median(bare[1], 'fit_cpu'):.2f}x the bare fit's"
     )
     print(f"\nSimulated accelerator, a {1000 * DEVICE_STEP_S:.0f} ms device step:")
     all_steps = STEPS + EVAL_STEPS * STEPS // EPOCH_STEPS
