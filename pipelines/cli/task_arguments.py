@@ -171,8 +171,8 @@ def _add_training_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         metavar="auto|none|memory|FOLDER",
         help="cache the parsed train split (images: decoded): auto (in memory when small), "
-        "none, memory, or a local folder for a file cache; but for none, the validation "
-        "batches are held in memory too when they fit (default: auto)",
+        "none, memory, or a local folder for a file cache; unless none, the validation "
+        "batches are also held in memory when they fit (default: auto)",
     )
     group.add_argument(
         "--mixed-precision", action="store_true", help="train in mixed_float16 (GPUs)"
