@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -318,3 +319,39 @@ def test_a_killed_chief_fails_the_other_worker_and_a_restart_resumes(single, tmp
     report = json.loads((Path(outputs["model_run_dir"]) / "resume.json").read_text())
     assert 0 < report["resumed_steps"] < KILL_STEPS
     assert (Path(outputs["serving_model_dir"]) / "saved_model.pb").exists()
+
+
+def test_without_eval_steps_each_validation_reads_the_whole_eval_split(single, tmp_path):
+    """A TFX Trainer given no eval_args' num_steps (fn_args.eval_steps None), as a user's
+    own pipeline may: one process validates on one pass over the eval split each epoch."""
+    _, fn_args, _ = single
+    custom_config = copy.deepcopy(fn_args["custom_config"])
+    custom_config["training"]["epoch_steps"] = STEPS // 3  # three validations
+    arguments = tmp_path / "fn_args.json"
+    arguments.write_text(
+        json.dumps(
+            {
+                **fn_args,
+                "eval_steps": None,
+                "custom_config": custom_config,
+                "serving_model_dir": str(tmp_path / "serving"),
+                "model_run_dir": str(tmp_path / "model_run"),
+            }
+        )
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", _WORKER, str(arguments)],
+        capture_output=True,
+        text=True,
+        timeout=STALL_S,
+        check=False,
+    )
+    log = ran.stdout + ran.stderr
+    assert ran.returncode == 0, log[-3000:]
+    planned = re.search(r"the whole eval split, (\d+) examples in (\d+) steps of (\d+)\.", log)
+    assert planned, log[-3000:]
+    records, steps, batch = map(int, planned.groups())
+    assert records == len(read_split(Path(fn_args["eval_files"][0]).parent))
+    assert steps == -(-records // batch) > 1
+    assert log.count(" - val_loss: ") == 3, log[-3000:]
+    assert (tmp_path / "serving" / "saved_model.pb").exists()

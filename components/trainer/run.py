@@ -185,7 +185,17 @@ def run_fn(fn_args: FnArgs) -> None:
     if holding:
         evaluation = held(evaluation, fn_args.eval_steps)
     _log_plan(length, strategy, batch_size, options, cache, holding)
-    _fit(model, fn_args, train, evaluation, length.steps, options, service, backup)
+    validation_steps = _validation_steps(fn_args, options, batch_size)
+    _fit(
+        model,
+        fn_args,
+        train,
+        (evaluation, validation_steps),
+        length.steps,
+        options,
+        service,
+        backup,
+    )
     if cache and cache != CACHE_MEMORY:
         filesystem.remove_tree(os.path.dirname(cache))
     _save(serving_model, fn_args.serving_model_dir, tf_transform_output, task, reading, inputs)
@@ -248,6 +258,22 @@ def _holds_validation(
         cache,
         length,
     )
+
+
+def _validation_steps(fn_args: FnArgs, options: TrainingOptions, batch_size: int) -> int:
+    """The Trainer's eval_steps; without them, a pass over the whole eval split."""
+    if fn_args.eval_steps:
+        return fn_args.eval_steps
+    eval_batch = options.eval_batch_size or batch_size
+    records = split_records(fn_args.eval_files)
+    steps = max(1, math.ceil(records / eval_batch))
+    logging.info(
+        "No eval_steps: each validation reads the whole eval split, %d examples in %d steps of %d.",
+        records,
+        steps,
+        eval_batch,
+    )
+    return steps
 
 
 def _epochs(steps: int, options: TrainingOptions) -> int:
@@ -386,6 +412,9 @@ def _datasets(
         fn_args.eval_files,
         batch_size=options.eval_batch_size or batch_size,
         training=False,
+        # Without eval_steps each validation is one pass: repeated, its last batch would
+        # be topped up from the split's start.
+        num_epochs=None if fn_args.eval_steps else 1,
         **common,
     )
     return train, evaluation
@@ -395,15 +424,16 @@ def _fit(
     model,
     fn_args: FnArgs,
     train,
-    evaluation,
+    validation: tuple[tf.data.Dataset, int],
     steps: int,
     options: TrainingOptions,
     service: DataService | None,
     backup: str,
 ) -> None:
     """Trains ``steps`` steps, going on from an interrupted execution's backup in ``backup``
-    if one is there, reporting every ``options.epoch_steps`` (validation, input stall,
-    TensorBoard)."""
+    if one is there, reporting every ``options.epoch_steps`` (validation on
+    ``validation``'s dataset for its steps, input stall, TensorBoard)."""
+    evaluation, validation_steps = validation
     epochs = _epochs(steps, options)
     steps_per_epoch = math.ceil(steps / epochs)
     resumed_epochs = epochs_done(backup)
@@ -421,7 +451,7 @@ def _fit(
         epochs=epochs,
         steps_per_epoch=steps_per_epoch,
         validation_data=evaluation,
-        validation_steps=fn_args.eval_steps,
+        validation_steps=validation_steps,
         callbacks=[
             # First, so that the epoch it restores is the one the others see.
             tf.keras.callbacks.BackupAndRestore(backup),
