@@ -132,6 +132,10 @@ class TrainingOptions:
                 f"got {self.image_model!r}."
             )
 
+    def eval_batch(self, batch_size: int) -> int:
+        """The validation batch: ``eval_batch_size``, or the training ``batch_size``."""
+        return self.eval_batch_size or batch_size
+
     @property
     def steps_a_call(self) -> int:
         """The steps each call runs: ``steps_per_call``, or an epoch's."""

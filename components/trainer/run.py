@@ -181,21 +181,9 @@ def run_fn(fn_args: FnArgs) -> None:
     )
     if workers.count > 1:
         train = _without_sharding(train)
-    holding = _holds_validation(fn_args, options, reading, batch_size, cache, length)
-    if holding:
-        evaluation = held(evaluation, fn_args.eval_steps)
-    _log_plan(length, strategy, batch_size, options, cache, holding)
-    validation_steps = _validation_steps(fn_args, options, batch_size)
-    _fit(
-        model,
-        fn_args,
-        train,
-        (evaluation, validation_steps),
-        length.steps,
-        options,
-        service,
-        backup,
-    )
+    validation = _validation(fn_args, evaluation, options, reading, batch_size, cache, length)
+    _log_plan(length, strategy, batch_size, options, cache, validation.in_memory)
+    _fit(model, fn_args, train, validation, length.steps, options, service, backup)
     if cache and cache != CACHE_MEMORY:
         filesystem.remove_tree(os.path.dirname(cache))
     _save(serving_model, fn_args.serving_model_dir, tf_transform_output, task, reading, inputs)
@@ -240,31 +228,45 @@ def _log_plan(
     )
 
 
-def _holds_validation(
+@dataclasses.dataclass(frozen=True)
+class _Validation:
+    """What each epoch validates on: the dataset, its steps, and whether its batches are
+    held in memory after the first validation."""
+
+    dataset: tf.data.Dataset
+    steps: int
+    in_memory: bool
+
+
+def _validation(
     fn_args: FnArgs,
+    evaluation: tf.data.Dataset,
     options: TrainingOptions,
     reading: _Reading,
     batch_size: int,
     cache: str | None,
     length: TrainingLength,
-) -> bool:
-    """``holds_validation`` for this run's validation steps, batch and epochs."""
+) -> _Validation:
+    """The Trainer's eval_steps of ``evaluation``, held when ``holds_validation`` says;
+    without eval_steps, a pass over the whole eval split each time."""
     eval_steps = fn_args.eval_steps
-    return holds_validation(
+    eval_batch = options.eval_batch(batch_size)
+    holding = holds_validation(
         options.cache,
         reading.cached_bytes_per_record,
-        eval_steps * (options.eval_batch_size or batch_size) if eval_steps else None,
+        eval_steps * eval_batch if eval_steps else None,
         _epochs(length.steps, options),
         cache,
         length,
     )
+    if holding:
+        return _Validation(held(evaluation, eval_steps), eval_steps, in_memory=True)
+    steps = eval_steps or _whole_split_steps(fn_args, eval_batch)
+    return _Validation(evaluation, steps, in_memory=False)
 
 
-def _validation_steps(fn_args: FnArgs, options: TrainingOptions, batch_size: int) -> int:
-    """The Trainer's eval_steps; without them, a pass over the whole eval split."""
-    if fn_args.eval_steps:
-        return fn_args.eval_steps
-    eval_batch = options.eval_batch_size or batch_size
+def _whole_split_steps(fn_args: FnArgs, eval_batch: int) -> int:
+    """The steps of one pass over the eval split, in batches of ``eval_batch``."""
     records = split_records(fn_args.eval_files)
     steps = max(1, math.ceil(records / eval_batch))
     logging.info(
@@ -410,7 +412,7 @@ def _datasets(
     )
     evaluation = make_dataset(
         fn_args.eval_files,
-        batch_size=options.eval_batch_size or batch_size,
+        batch_size=options.eval_batch(batch_size),
         training=False,
         # Without eval_steps each validation is one pass: repeated, its last batch would
         # be topped up from the split's start.
@@ -424,16 +426,15 @@ def _fit(
     model,
     fn_args: FnArgs,
     train,
-    validation: tuple[tf.data.Dataset, int],
+    validation: _Validation,
     steps: int,
     options: TrainingOptions,
     service: DataService | None,
     backup: str,
 ) -> None:
     """Trains ``steps`` steps, going on from an interrupted execution's backup in ``backup``
-    if one is there, reporting every ``options.epoch_steps`` (validation on
-    ``validation``'s dataset for its steps, input stall, TensorBoard)."""
-    evaluation, validation_steps = validation
+    if one is there, reporting every ``options.epoch_steps`` (``validation``, input
+    stall, TensorBoard)."""
     epochs = _epochs(steps, options)
     steps_per_epoch = math.ceil(steps / epochs)
     resumed_epochs = epochs_done(backup)
@@ -450,8 +451,8 @@ def _fit(
         train,
         epochs=epochs,
         steps_per_epoch=steps_per_epoch,
-        validation_data=evaluation,
-        validation_steps=validation_steps,
+        validation_data=validation.dataset,
+        validation_steps=validation.steps,
         callbacks=[
             # First, so that the epoch it restores is the one the others see.
             tf.keras.callbacks.BackupAndRestore(backup),
