@@ -16,6 +16,7 @@ from report_browser import load_report
 from tfrecord_pipelines.components.task import transformed_name
 from tfrecord_pipelines.components.trainer import make_dataset
 from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
+from tfrecord_pipelines.components.trainer.lookup_dense import LookupDense
 from tfrecord_pipelines.report.thumbnails import THUMBNAIL_PIXELS
 
 pytestmark = pytest.mark.e2e
@@ -166,6 +167,8 @@ def test_serving_gives_the_training_paths_predictions(digits_run):
     transform = tft.TFTransformOutput(str(_artifact(root, "Transform", "transform_graph")))
     tft_layer = transform.transform_features_layer()
     model = tf.keras.models.load_model(summary.pushed_model)
+    # Rebuilt as the class it was trained as (saved without traces, from its config).
+    assert [type(layer) for layer in model.layers if "lookup" in layer.name] == [LookupDense]
     size = model.inputs[0].shape[1]
     spec = {k: v for k, v in transform.raw_feature_spec().items() if k in ("image", "filename")}
     dataset = make_dataset(

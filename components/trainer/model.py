@@ -1,9 +1,10 @@
 """The Keras model, built from the Transform output's feature spec.
 
 Inputs are whatever Transform produced for the task's inputs: integer
-features are vocabulary indices, one-hot encoded to their bucket count (a
-bag of several becomes a multi-hot vector); float features are already
-scaled and enter as they are. An image input (uint8 pixels, decoded by the
+features are vocabulary indices, one-hot to their bucket count (the first
+layer looks a single index's row up: ``lookup_dense``; a bag of several
+becomes a multi-hot vector); float features are already scaled and enter as
+they are. An image input (uint8 pixels, decoded by the
 input pipeline) goes through a convolutional network first
 (``image_model``). No feature is named here.
 """
@@ -19,6 +20,7 @@ from tfrecord_pipelines.components.task import Task, transformed_name, vocabular
 from tfrecord_pipelines.components.trainer.image_decoding import ImageDecoding
 from tfrecord_pipelines.components.trainer.image_model import image_features
 from tfrecord_pipelines.components.trainer.input_stall import InputStallModel
+from tfrecord_pipelines.components.trainer.lookup_dense import LookupDense
 
 TABULAR_LEARNING_RATE = 1e-2
 IMAGE_LEARNING_RATE = 1e-3
@@ -38,20 +40,21 @@ def num_classes(tf_transform_output: tft.TFTransformOutput, task: Task) -> int:
 
 def _tabular_input(
     name: str, feature, tf_transform_output: tft.TFTransformOutput
-) -> tuple[tf.Tensor, tf.Tensor]:
-    """Returns a feature's Keras input and its encoding."""
+) -> tuple[tf.Tensor, tf.Tensor, int | None]:
+    """Returns a feature's Keras input, what the first layer takes of it, and the one-hot
+    width that stands for it (None: taken as numbers)."""
     if isinstance(feature, tf.io.VarLenFeature):
         layer_input = tf.keras.Input(shape=(None,), name=name, dtype=feature.dtype, sparse=True)
     else:
         layer_input = tf.keras.Input(shape=tuple(feature.shape), name=name, dtype=feature.dtype)
     if feature.dtype != tf.int64:
-        return layer_input, layer_input
+        return layer_input, layer_input, None
     buckets = tf_transform_output.num_buckets_for_transformed_feature(name)
-    single = not isinstance(feature, tf.io.VarLenFeature) and list(feature.shape) == [1]
-    encoding = tf.keras.layers.CategoryEncoding(
-        num_tokens=buckets, output_mode="one_hot" if single else "multi_hot"
-    )
-    return layer_input, encoding(layer_input)
+    if not isinstance(feature, tf.io.VarLenFeature) and list(feature.shape) == [1]:
+        # One index: the first layer looks its row up (``LookupDense``).
+        return layer_input, layer_input, buckets
+    encoding = tf.keras.layers.CategoryEncoding(num_tokens=buckets, output_mode="multi_hot")
+    return layer_input, encoding(layer_input), None
 
 
 def build_model(
@@ -82,36 +85,43 @@ def build_model(
       reports its input stall (``InputStallModel``). Its output layer computes
       in float32 under a mixed-precision policy too.
     """
-    inputs, encoded = {}, []
+    inputs, taken, widths = {}, [], []
     for name, feature in sorted(input_feature_spec(tf_transform_output, task).items()):
         if image is not None and name == image.feature:
             pixels = tf.keras.Input(
                 shape=(image.size, image.size, image.channels), name=name, dtype=tf.uint8
             )
             inputs[name] = pixels
-            encoded.append(image_features(pixels, image_architecture))
+            taken.append(image_features(pixels, image_architecture))
+            widths.append(None)
             continue
-        inputs[name], encoding = _tabular_input(name, feature, tf_transform_output)
-        encoded.append(encoding)
-    x = tf.keras.layers.concatenate(encoded) if len(encoded) > 1 else encoded[0]
-    if image is None:
-        for units in hidden_units:
-            x = tf.keras.layers.Dense(units, activation="relu")(x)
+        inputs[name], part, width = _tabular_input(name, feature, tf_transform_output)
+        taken.append(part)
+        widths.append(width)
     if learning_rate is None:
         learning_rate = IMAGE_LEARNING_RATE if image is not None else TABULAR_LEARNING_RATE
 
+    # (units, activation, dtype) of each Dense layer; the output computes in float32
+    # under a mixed-precision policy too.
     if task.is_classification:
-        outputs = tf.keras.layers.Dense(
-            num_classes(tf_transform_output, task), activation="softmax", dtype="float32"
-        )(x)
+        output = (num_classes(tf_transform_output, task), "softmax", "float32")
         loss = tf.keras.losses.SparseCategoricalCrossentropy()
         metrics = [tf.keras.metrics.SparseCategoricalAccuracy()]
     else:
-        outputs = tf.keras.layers.Dense(1, dtype="float32")(x)
+        output = (1, None, "float32")
         loss = tf.keras.losses.MeanSquaredError()
         metrics = [tf.keras.metrics.MeanAbsoluteError()]
+    layers = [(units, "relu", None) for units in (hidden_units if image is None else ())]
+    (units, activation, dtype), *rest = [*layers, output]
+    # The first layer over the inputs: a Dense layer over their concatenation, each
+    # category's one-hot vector looked up rather than multiplied.
+    x = LookupDense(units, widths, activation=activation, dtype=dtype)(
+        taken if len(taken) > 1 else taken[0]
+    )
+    for units, activation, dtype in rest:
+        x = tf.keras.layers.Dense(units, activation=activation, dtype=dtype)(x)
 
-    model = InputStallModel(inputs=inputs, outputs=outputs)
+    model = InputStallModel(inputs=inputs, outputs=x)
     model.compile(
         optimizer=tf.keras.optimizers.Adam(learning_rate),
         loss=loss,
