@@ -77,6 +77,22 @@ def _train_graphs(log_dir) -> int:
     )
 
 
+class _CountedSteps(InputStallModel):
+    """Counts the traces of Keras' train and test steps."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.traced = {"train": 0, "test": 0}
+
+    def train_step(self, data):
+        self.traced["train"] += 1
+        return super().train_step(data)
+
+    def test_step(self, data):
+        self.traced["test"] += 1
+        return super().test_step(data)
+
+
 @pytest.mark.parametrize("steps_per_execution", [1, 3, 4])
 def test_one_or_several_steps_a_call_train_and_draw_their_graph(tmp_path, steps_per_execution):
     # One step a call runs Keras' Python step function inside the stamped function, without
@@ -84,7 +100,7 @@ def test_one_or_several_steps_a_call_train_and_draw_their_graph(tmp_path, steps_
     # as Keras' variable says when the call starts (4 a call: 4 then the epoch's last 2).
     # Each must train every step, report and leave TensorBoard the graph it draws.
     inputs = tf.keras.Input(shape=(WIDTH,), name="x")
-    model = InputStallModel(inputs=inputs, outputs=tf.keras.layers.Dense(1)(inputs))
+    model = _CountedSteps(inputs=inputs, outputs=tf.keras.layers.Dense(1)(inputs))
     model.compile(optimizer="sgd", loss="mse", steps_per_execution=steps_per_execution)
     history = model.fit(
         _batches(4).repeat(),
@@ -111,6 +127,8 @@ def test_one_or_several_steps_a_call_train_and_draw_their_graph(tmp_path, steps_
     # otherwise trace the train function a second time, without creating them.
     assert model.train_function.experimental_get_tracing_count() == 1
     assert model.test_function.experimental_get_tracing_count() == 1
+    # And Keras' step in them once: the first step and the loop's body call one function.
+    assert model.traced == {"train": 1, "test": 1}
 
 
 def _per_step(model: InputStallModel, steps: int) -> tuple[float, float]:
