@@ -121,9 +121,8 @@ class LookupDense(tf.keras.layers.Layer):
         if numbers:
             x = tf.concat([tf.cast(n, self.compute_dtype) for n in numbers], axis=-1)
             terms.append(tf.matmul(x, self.kernel))
-        outputs = tf.nn.bias_add(
-            tf.add_n([tf.cast(t, self.compute_dtype) for t in terms]), self.bias
-        )
+        # Keras reads the variables in the compute dtype within call: every term is in it.
+        outputs = tf.nn.bias_add(tf.add_n(terms), self.bias)
         return self.activation(outputs)
 
     def compute_output_shape(self, input_shape):
