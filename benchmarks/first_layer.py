@@ -35,6 +35,7 @@ def _model(widths: list[int], lookup: bool):
     import tensorflow as tf
 
     from tfrecord_pipelines.components.trainer.lookup_dense import LookupDense
+    from tfrecord_pipelines.components.trainer.model import TABULAR_LEARNING_RATE
 
     inputs = [tf.keras.Input((1,), name=f"f{i}") for i in range(FLOATS)]
     inputs += [tf.keras.Input((1,), name=f"c{i}", dtype=tf.int64) for i in range(len(widths))]
@@ -50,7 +51,7 @@ def _model(widths: list[int], lookup: bool):
     x = tf.keras.layers.Dense(32, activation="relu")(x)
     model = tf.keras.Model(inputs, tf.keras.layers.Dense(2, activation="softmax")(x))
     model.compile(
-        optimizer=tf.keras.optimizers.Adam(1e-2),
+        optimizer=tf.keras.optimizers.Adam(TABULAR_LEARNING_RATE),
         loss=tf.keras.losses.SparseCategoricalCrossentropy(),
         metrics=[tf.keras.metrics.SparseCategoricalAccuracy()],
         steps_per_execution=EPOCH_STEPS,

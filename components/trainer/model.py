@@ -115,9 +115,7 @@ def build_model(
     (units, activation, dtype), *rest = [*layers, output]
     # The first layer over the inputs: a Dense layer over their concatenation, each
     # category's one-hot vector looked up rather than multiplied.
-    x = LookupDense(units, widths, activation=activation, dtype=dtype)(
-        taken if len(taken) > 1 else taken[0]
-    )
+    x = LookupDense(units, widths, activation=activation, dtype=dtype)(taken)
     for units, activation, dtype in rest:
         x = tf.keras.layers.Dense(units, activation=activation, dtype=dtype)(x)
 
